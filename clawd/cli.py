@@ -1,0 +1,138 @@
+"""The ``clawd`` command line: one sub-command group per part of the product.
+
+Every command and option carries help text (a test checks it). Errors reach the user as one
+line on stderr and a non-zero exit status, never a traceback.
+
+Run alone::
+
+    python -m clawd --help
+"""
+
+from __future__ import annotations
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from clawd import __version__
+from clawd.config import ConfigError, clawd_home, config_path, describe, load_settings
+from clawd.models import CATALOG, ModelError, installed, pull, use
+
+app = typer.Typer(
+    help="clawd: a personal assistant daemon that learns from the way you reply.",
+    no_args_is_help=True,
+    add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+config_app = typer.Typer(help="Show the configuration.", no_args_is_help=True)
+models_app = typer.Typer(help="List, download and choose models.", no_args_is_help=True)
+app.add_typer(config_app, name="config")
+app.add_typer(models_app, name="models")
+
+out = Console()
+err = Console(stderr=True)
+
+
+def fail(message: str, code: int = 1) -> typer.Exit:
+    err.print(f"[bold red]error:[/] {message}", highlight=False)
+    return typer.Exit(code)
+
+
+def _version(value: bool) -> None:
+    if value:
+        out.print(f"clawd {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """clawd keeps every reply you give, learns a LoRA adapter from them, and hot-loads it.
+
+    All state lives under CLAWD_HOME (default ~/.local/share/clawd).
+    """
+
+
+@config_app.command("show")
+def config_show() -> None:
+    """Print every setting's effective value, where it came from, and what it does."""
+    home = clawd_home()
+    try:
+        rows = describe(home)
+    except ConfigError as exc:
+        raise fail(str(exc)) from None
+    out.print(f"# CLAWD_HOME = {home}", highlight=False, soft_wrap=True)
+    out.print(f"# config file: {config_path(home)}", highlight=False, soft_wrap=True)
+    for row in rows:
+        out.print(f"\n# {row.description}\n# from: {row.source}", highlight=False, soft_wrap=True)
+        out.print(f"{row.name} = {row.value!r}", highlight=False, soft_wrap=True)
+
+
+@models_app.command("list")
+def models_list() -> None:
+    """Show the catalog, what is installed, and which model is the default."""
+    home = clawd_home()
+    try:
+        default = load_settings(home).model
+    except ConfigError as exc:
+        raise fail(str(exc)) from None
+    have = {m.name: m for m in installed(home)}
+    table = Table("", "name", "status", "size", "description", box=None, pad_edge=False)
+    for entry in CATALOG.values():
+        model = have.pop(entry.name, None)
+        status = "installed" if model else "available"
+        size = f"{(model.size / 1e6 if model else entry.size_mb):.0f} MB"
+        mark = "*" if default == entry.name else ""
+        table.add_row(mark, entry.name, status, size, entry.description)
+    for model in have.values():  # local files pulled under their own names
+        mark = "*" if default == model.name else ""
+        table.add_row(mark, model.name, "installed", f"{model.size / 1e6:.0f} MB", model.path)
+    out.print(table)
+    if default not in CATALOG and not any(m.name == default for m in installed(home)):
+        out.print(f"* default: {default}", highlight=False)
+    else:
+        out.print("* = default (change with `clawd models use NAME`)")
+
+
+@models_app.command("pull")
+def models_pull(
+    source: str = typer.Argument(..., help="A catalog name (see `models list`) or a .gguf path."),
+    name: str = typer.Option(
+        None, "--name", help="Install under this name (default: catalog name or file stem)."
+    ),
+    make_default: bool = typer.Option(False, "--use", help="Also make it the default model."),
+) -> None:
+    """Download a catalog model or copy a local GGUF file into CLAWD_HOME/models."""
+    home = clawd_home()
+    try:
+        model = pull(source, home, name=name, report=lambda m: err.print(m, highlight=False))
+        if make_default:
+            use(model.name, home)
+            out.print(f"default model: {model.name}", highlight=False)
+    except (ModelError, ConfigError, OSError) as exc:
+        raise fail(str(exc)) from None
+    out.print(model.path, highlight=False)
+
+
+@models_app.command("use")
+def models_use(
+    model: str = typer.Argument(..., help="An installed model name or a path to a .gguf file."),
+) -> None:
+    """Make a model the default that `clawd serve` loads (written to config.toml)."""
+    home = clawd_home()
+    try:
+        path = use(model, home)
+    except (ModelError, ConfigError) as exc:
+        raise fail(str(exc)) from None
+    out.print(f"default model: {model} ({path})", highlight=False)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,163 @@
+"""Configuration: where clawd keeps its state and the settings the user can change.
+
+One environment variable, ``CLAWD_HOME``, roots every piece of user state (models, the database,
+adapters, the token, ``config.toml``). It defaults to ``$XDG_DATA_HOME/clawd`` or
+``~/.local/share/clawd``. Settings are read, lowest priority first, from their defaults, from
+``CLAWD_HOME/config.toml`` and from ``CLAWD_<NAME>`` environment variables.
+
+Run alone to print the effective settings::
+
+    python -m clawd.config
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import tomlkit
+from pydantic import Field, ValidationError
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+ENV_PREFIX = "CLAWD_"
+
+
+class ConfigError(Exception):
+    """The configuration file or an environment variable holds a value clawd cannot use."""
+
+
+def clawd_home() -> Path:
+    """The folder that roots all user state: ``CLAWD_HOME``, else the XDG data directory."""
+    explicit = os.environ.get("CLAWD_HOME")
+    if explicit:
+        return Path(explicit).expanduser().resolve()
+    xdg = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(xdg).expanduser().resolve() / "clawd"
+
+
+def config_path(home: Path) -> Path:
+    return home / "config.toml"
+
+
+class Settings(BaseSettings):
+    """Every setting clawd reads. The descriptions feed ``clawd config show``."""
+
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="forbid", frozen=True)
+
+    model: str = Field(
+        "smollm2-135m",
+        description="Model to serve: a name from `clawd models list` or a path to a GGUF file.",
+    )
+    host: str = Field("127.0.0.1", description="Address the daemon listens on.")
+    port: int = Field(8765, ge=1, le=65535, description="TCP port of the REST API.")
+    n_ctx: int = Field(
+        4096, ge=256, le=262144, description="Context window in tokens (prompt plus answer)."
+    )
+    n_threads: int = Field(
+        0, ge=0, le=1024, description="CPU threads for inference; 0 picks the number of cores."
+    )
+    hub_endpoint: str = Field(
+        "",
+        description="Model hub address for `clawd models pull` (a mirror); empty uses "
+        "huggingface_hub's default or HF_ENDPOINT.",
+    )
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # init kwargs carry config.toml; the environment overrides the file.
+        return (env_settings, init_settings)
+
+
+def read_config_file(home: Path) -> dict[str, Any]:
+    """The key/value pairs of ``config.toml`` ({} when there is none), checked against Settings."""
+    path = config_path(home)
+    if not path.exists():
+        return {}
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read it as TOML: {exc}") from exc
+    unknown = sorted(set(data) - set(Settings.model_fields))
+    if unknown:
+        known = ", ".join(Settings.model_fields)
+        raise ConfigError(f"{path}: unknown setting(s) {', '.join(unknown)}; known: {known}")
+    return data
+
+
+def _explain(exc: ValidationError, home: Path) -> ConfigError:
+    problems = []
+    for err in exc.errors():
+        name = ".".join(str(p) for p in err["loc"])
+        env = ENV_PREFIX + name.upper()
+        where = f"environment variable {env}" if env in os.environ else str(config_path(home))
+        problems.append(f"{name} ({where}): {err['msg']}")
+    return ConfigError("invalid setting: " + "; ".join(problems))
+
+
+def load_settings(home: Path | None = None) -> Settings:
+    """Effective settings for ``home`` (default: :func:`clawd_home`)."""
+    home = home or clawd_home()
+    try:
+        return Settings(**read_config_file(home))
+    except ValidationError as exc:
+        raise _explain(exc, home) from None
+
+
+@dataclass(frozen=True)
+class SettingReport:
+    name: str
+    value: Any
+    source: str
+    description: str
+
+
+def describe(home: Path | None = None) -> list[SettingReport]:
+    """Each setting's effective value and where it came from (default, file or environment)."""
+    home = home or clawd_home()
+    file_values = read_config_file(home)
+    settings = load_settings(home)
+    rows = []
+    for name, field in Settings.model_fields.items():
+        env = ENV_PREFIX + name.upper()
+        if env in os.environ:
+            source = f"env {env}"
+        elif name in file_values:
+            source = str(config_path(home))
+        else:
+            source = "default"
+        rows.append(SettingReport(name, getattr(settings, name), source, field.description or ""))
+    return rows
+
+
+def set_value(home: Path, name: str, value: Any) -> None:
+    """Write one setting to ``config.toml``, keeping the user's comments and other keys."""
+    if name not in Settings.model_fields:
+        raise ConfigError(f"unknown setting {name!r}")
+    current = read_config_file(home)
+    try:
+        Settings(**{**current, name: value})
+    except ValidationError as exc:
+        raise _explain(exc, home) from None
+    path = config_path(home)
+    doc = tomlkit.parse(path.read_text(encoding="utf-8")) if path.exists() else tomlkit.document()
+    doc[name] = value
+    home.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".toml.tmp")
+    tmp.write_text(tomlkit.dumps(doc), encoding="utf-8")
+    tmp.replace(path)
+
+
+if __name__ == "__main__":
+    print(f"CLAWD_HOME = {clawd_home()}")
+    for row in describe():
+        print(f"{row.name} = {row.value!r}  ({row.source})")

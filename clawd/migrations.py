@@ -1,0 +1,234 @@
+"""Named schema migrations for the SQLite store, applied in order and recorded once each.
+
+Each migration is a function ``mNNN_name(db)``; :func:`migrate` runs those not yet listed in
+the ``_migrations`` table, each inside its own transaction. Never edit a migration that has
+shipped: add the next one. The schema is documented in ``docs/schema.md``.
+
+Run alone to migrate a database file::
+
+    python -m clawd.migrations path/to/clawd.db
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+
+import sqlite_utils
+
+Migration = Callable[[sqlite_utils.Database], None]
+MIGRATIONS: list[Migration] = []
+
+
+def migration(fn: Migration) -> Migration:
+    MIGRATIONS.append(fn)
+    return fn
+
+
+@migration
+def m001_initial(db: sqlite_utils.Database) -> None:
+    db["conversations"].create(
+        {
+            "id": str,
+            "title": str,
+            "learn": int,  # 0: the user opted this conversation out of learning
+            "created_at": float,
+            "updated_at": float,
+        },
+        pk="id",
+        not_null={"learn", "created_at", "updated_at"},
+        defaults={"learn": 1},
+    )
+    db["turns"].create(
+        {
+            "id": str,  # the response id the client saw ("chatcmpl-...")
+            "conversation_id": str,
+            "seq": int,  # position of this assistant turn in its conversation, from 0
+            "prompt_messages": str,  # JSON list of OpenAI messages the model answered
+            "prompt_token_ids": str,  # JSON list: the rendered prompt as tokens
+            "response_text": str,
+            "reasoning_text": str,  # Qwen3 thinking, kept apart from the answer
+            "response_token_ids": str,  # JSON list: the exact tokens served
+            "finish_reason": str,
+            "model": str,
+            "model_sha256": str,
+            "adapter_version": str,  # NULL: the base model answered
+            "params": str,  # JSON: temperature, top_p, seed, ...
+            "learn": int,
+            "prompt_tokens": int,
+            "completion_tokens": int,
+            "ttft_ms": float,
+            "total_ms": float,
+            "created_at": float,
+        },
+        pk="id",
+        foreign_keys=[("conversation_id", "conversations", "id")],
+        not_null={
+            "conversation_id",
+            "seq",
+            "prompt_messages",
+            "response_text",
+            "model",
+            "learn",
+            "created_at",
+        },
+        defaults={"learn": 1},
+    )
+    db["turns"].create_index(["conversation_id", "seq"], unique=True)
+    db["next_states"].create(
+        {
+            "turn_id": str,  # the assistant turn this message answers
+            "role": str,  # "user" or "tool"
+            "content": str,
+            "next_turn_id": str,  # the turn whose request carried it, if any
+            "created_at": float,
+        },
+        pk="turn_id",
+        foreign_keys=[("turn_id", "turns", "id"), ("next_turn_id", "turns", "id")],
+        not_null={"role", "content", "created_at"},
+    )
+    db["feedback"].create(
+        {"id": int, "turn_id": str, "rating": int, "comment": str, "created_at": float},
+        pk="id",
+        foreign_keys=[("turn_id", "turns", "id")],
+        not_null={"turn_id", "rating", "created_at"},
+    )
+    db["feedback"].create_index(["turn_id"])
+    db["signals"].create(
+        {
+            "id": int,
+            "turn_id": str,
+            "score": int,  # majority of valid judge votes: -1, 0 or +1
+            "hint": str,
+            "hint_source": str,  # "judge", "reply" or "feedback"
+            "judge_model": str,
+            "created_at": float,
+        },
+        pk="id",
+        foreign_keys=[("turn_id", "turns", "id")],
+        not_null={"turn_id", "score", "created_at"},
+    )
+    db["signals"].create_index(["turn_id"], unique=True)  # one signal set per turn
+    db["signal_votes"].create(
+        {
+            "id": int,
+            "signal_id": int,
+            "kind": str,  # "judge" or "hint"
+            "raw_text": str,
+            "score": int,  # parsed \\boxed{} value; NULL for an invalid vote
+            "hint": str,
+            "created_at": float,
+        },
+        pk="id",
+        foreign_keys=[("signal_id", "signals", "id")],
+        not_null={"signal_id", "kind", "raw_text", "created_at"},
+    )
+    db["training_runs"].create(
+        {
+            "id": int,
+            "status": str,  # "running", "succeeded", "failed"
+            "reason": str,  # why it failed, in words
+            "config": str,  # JSON
+            "n_samples": int,
+            "adapter_version": str,
+            "report_path": str,
+            "started_at": float,
+            "finished_at": float,
+        },
+        pk="id",
+        not_null={"status", "started_at"},
+    )
+    db["training_steps"].create(
+        {"run_id": int, "step": int, "metrics": str, "created_at": float},
+        pk=("run_id", "step"),
+        foreign_keys=[("run_id", "training_runs", "id")],
+    )
+    db["adapters"].create(
+        {
+            "version": str,
+            "parent": str,
+            "base_sha256": str,
+            "run_id": int,
+            "path": str,
+            "status": str,  # "candidate", "active", "retired", "rejected"
+            "metrics": str,  # JSON, including the gate's figures
+            "created_at": float,
+        },
+        pk="version",
+        foreign_keys=[("run_id", "training_runs", "id")],
+        not_null={"base_sha256", "path", "status", "created_at"},
+    )
+    db["samples"].create(
+        {
+            "id": int,
+            "turn_id": str,
+            "signal_id": int,
+            "kind": str,  # "opd+rl", "opd" or "rl"
+            "prompt_token_ids": str,  # JSON
+            "response_token_ids": str,  # JSON, exactly as served
+            "hint": str,
+            "reward": float,
+            "adapter_version": str,  # the adapter that produced the response
+            "status": str,  # "pending", "approved", "vetoed", "used"
+            "run_id": int,  # the training run that used it
+            "created_at": float,
+        },
+        pk="id",
+        foreign_keys=[
+            ("turn_id", "turns", "id"),
+            ("signal_id", "signals", "id"),
+            ("run_id", "training_runs", "id"),
+        ],
+        not_null={
+            "turn_id",
+            "kind",
+            "prompt_token_ids",
+            "response_token_ids",
+            "status",
+            "created_at",
+        },
+    )
+    db["samples"].create_index(["turn_id"], unique=True)  # one sample per turn at most
+    db["events"].create(
+        {"id": int, "ts": float, "kind": str, "message": str, "data": str},
+        pk="id",
+        not_null={"ts", "kind", "message"},
+    )
+    db["events"].create_index(["ts"])
+
+
+def applied(db: sqlite_utils.Database) -> list[str]:
+    if "_migrations" not in db.table_names():
+        return []
+    return [row["name"] for row in db["_migrations"].rows_where(order_by="applied_at")]
+
+
+def migrate(db: sqlite_utils.Database) -> list[str]:
+    """Apply pending migrations; returns the names applied now."""
+    if "_migrations" not in db.table_names():
+        db["_migrations"].create({"name": str, "applied_at": float}, pk="name")
+    done = set(applied(db))
+    ran = []
+    for fn in MIGRATIONS:
+        if fn.__name__ in done:
+            continue
+        # One explicit transaction per migration (sqlite3 would autocommit DDL): all or none.
+        db.conn.execute("BEGIN")
+        try:
+            fn(db)
+            db.conn.execute(
+                "INSERT INTO _migrations (name, applied_at) VALUES (?, ?)",
+                (fn.__name__, time.time()),
+            )
+            db.conn.execute("COMMIT")
+        except BaseException:
+            db.conn.execute("ROLLBACK")
+            raise
+        ran.append(fn.__name__)
+    return ran
+
+
+if __name__ == "__main__":
+    names = migrate(sqlite_utils.Database(sys.argv[1]))
+    print("applied:", ", ".join(names) or "nothing (up to date)")

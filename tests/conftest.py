@@ -1,0 +1,59 @@
+"""Shared fixtures: an empty CLAWD_HOME per test and the two real fixture models.
+
+- ``smollm2_gguf``: the SmolLM2-135M GGUF. Taken from the installed default model when
+  install.sh put it there, otherwise pulled once (through the real pull code) into
+  ``.cache/test-models``.
+- ``tiny_qwen3_gguf``: a random-weight Qwen3 written by ``clawd.tinymodel`` for this session.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from clawd.config import clawd_home
+from clawd.models import installed, pull
+
+# Read before any test points CLAWD_HOME elsewhere.
+USER_HOME = clawd_home()
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh, empty CLAWD_HOME; no CLAWD_* setting leaks in from the environment."""
+    for key in list(os.environ):
+        if key.startswith("CLAWD_"):
+            monkeypatch.delenv(key)
+    path = tmp_path / "clawd-home"
+    monkeypatch.setenv("CLAWD_HOME", str(path))
+    return path
+
+
+def _find_or_pull_smollm2() -> Path:
+    for home in (USER_HOME, REPO / ".cache" / "test-models"):
+        for model in installed(home):
+            if model.name == "smollm2-135m":
+                return Path(model.path)
+    return Path(pull("smollm2-135m", REPO / ".cache" / "test-models").path)
+
+
+@pytest.fixture(scope="session")
+def smollm2_gguf() -> Path:
+    return _find_or_pull_smollm2()
+
+
+@pytest.fixture(scope="session")
+def tiny_qwen3_gguf(smollm2_gguf: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from clawd.tinymodel import write_tiny_qwen3
+
+    return write_tiny_qwen3(tmp_path_factory.mktemp("tiny") / "tiny-qwen3.gguf", smollm2_gguf)
+
+
+@pytest.fixture(scope="session", params=["smollm2", "qwen3"])
+def any_gguf(request: pytest.FixtureRequest) -> Path:
+    """Each model-touching test runs on both architectures."""
+    name = "smollm2_gguf" if request.param == "smollm2" else "tiny_qwen3_gguf"
+    return request.getfixturevalue(name)

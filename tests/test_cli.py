@@ -1,0 +1,75 @@
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from clawd.cli import app
+from clawd.models import pull
+
+runner = CliRunner()
+
+
+def all_commands() -> list[tuple[str, click.Command]]:
+    root = typer.main.get_command(app)
+    found = [("clawd", root)]
+
+    def walk(prefix: str, group: click.Group) -> None:
+        for name, cmd in group.commands.items():
+            found.append((f"{prefix} {name}", cmd))
+            if isinstance(cmd, click.Group):
+                walk(f"{prefix} {name}", cmd)
+
+    walk("clawd", root)
+    return found
+
+
+@pytest.mark.parametrize("path,cmd", all_commands(), ids=lambda x: x if isinstance(x, str) else "")
+def test_every_command_and_option_has_help(path: str, cmd: click.Command) -> None:
+    assert (cmd.help or "").strip(), f"{path} has no help text"
+    for param in cmd.params:
+        if isinstance(param, click.Option):
+            assert (param.help or "").strip(), f"{path} {param.opts} has no help text"
+        elif isinstance(param, click.Argument):
+            assert (getattr(param, "help", "") or "").strip(), f"{path} {param.name} has no help"
+    result = runner.invoke(app, [*path.split()[1:], "--help"])
+    assert result.exit_code == 0 and "Usage" in result.output
+
+
+def test_models_list_shows_the_default_installed(home: Path, smollm2_gguf: Path) -> None:
+    result = runner.invoke(app, ["models", "list"])
+    assert result.exit_code == 0
+    assert "smollm2-135m" in result.output and "available" in result.output
+    pull(str(smollm2_gguf), home, name="smollm2-135m", report=lambda m: None)
+    result = runner.invoke(app, ["models", "list"])
+    line = next(line for line in result.output.splitlines() if "smollm2-135m" in line)
+    assert line.lstrip().startswith("*") and "installed" in line
+
+
+def test_models_use_and_config_show(home: Path, tiny_qwen3_gguf: Path) -> None:
+    result = runner.invoke(app, ["models", "pull", str(tiny_qwen3_gguf), "--name", "tiny", "--use"])
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(app, ["config", "show"], env={"CLAWD_PORT": "9999"})
+    assert result.exit_code == 0
+    assert "'tiny'" in result.output and "config.toml" in result.output
+    assert "env CLAWD_PORT" in result.output
+
+
+def test_errors_are_one_line_not_a_traceback(home: Path) -> None:
+    result = runner.invoke(app, ["models", "use", "nonexistent"])
+    assert result.exit_code == 1
+    assert "error: unknown model 'nonexistent'" in result.output
+    assert "Traceback" not in result.output
+    home.mkdir(parents=True)
+    (home / "config.toml").write_text("port = 'x'\n")
+    result = runner.invoke(app, ["config", "show"])
+    assert result.exit_code == 1 and "port" in result.output
+
+
+def test_the_console_script_runs(home: Path) -> None:
+    exe = Path(sys.executable).parent / "clawd"
+    out = subprocess.run([str(exe), "--version"], capture_output=True, text=True, check=True)
+    assert out.stdout.startswith("clawd ")

@@ -1,0 +1,66 @@
+from pathlib import Path
+
+import pytest
+
+from clawd.config import ConfigError, clawd_home, describe, load_settings, set_value
+
+
+def test_home_defaults_to_xdg_data_dir(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("CLAWD_HOME")
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    assert clawd_home() == tmp_path / "xdg" / "clawd"
+    monkeypatch.delenv("XDG_DATA_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert clawd_home() == tmp_path / ".local" / "share" / "clawd"
+
+
+def test_defaults_file_and_env_in_order(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert load_settings(home).port == 8765
+    home.mkdir(parents=True)
+    (home / "config.toml").write_text("port = 9000\nn_ctx = 2048\n")
+    assert load_settings(home).port == 9000
+    monkeypatch.setenv("CLAWD_PORT", "9100")
+    settings = load_settings(home)
+    assert (settings.port, settings.n_ctx) == (9100, 2048)
+    sources = {row.name: row.source for row in describe(home)}
+    assert sources["port"] == "env CLAWD_PORT"
+    assert sources["n_ctx"].endswith("config.toml")
+    assert sources["host"] == "default"
+    assert all(row.description for row in describe(home))
+
+
+def test_bad_values_name_the_setting_and_its_origin(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home.mkdir(parents=True)
+    (home / "config.toml").write_text("port = 70000\n")
+    with pytest.raises(ConfigError, match=r"port \(.*config.toml\)"):
+        load_settings(home)
+    (home / "config.toml").write_text("")
+    monkeypatch.setenv("CLAWD_N_CTX", "lots")
+    with pytest.raises(ConfigError, match="n_ctx .environment variable CLAWD_N_CTX"):
+        load_settings(home)
+
+
+def test_unknown_keys_and_broken_toml_are_reported(home: Path) -> None:
+    home.mkdir(parents=True)
+    (home / "config.toml").write_text("prot = 1\n")
+    with pytest.raises(ConfigError, match="unknown setting.*prot"):
+        load_settings(home)
+    (home / "config.toml").write_text("port = = 1\n")
+    with pytest.raises(ConfigError, match="cannot read it as TOML"):
+        load_settings(home)
+
+
+def test_set_value_keeps_comments_and_validates(home: Path) -> None:
+    home.mkdir(parents=True)
+    (home / "config.toml").write_text("# my settings\nport = 9000 # mine\n")
+    set_value(home, "model", "qwen3-1.7b")
+    text = (home / "config.toml").read_text()
+    assert "# my settings" in text and "# mine" in text
+    assert load_settings(home).model == "qwen3-1.7b"
+    with pytest.raises(ConfigError, match="port"):
+        set_value(home, "port", 0)
+    with pytest.raises(ConfigError, match="unknown setting"):
+        set_value(home, "nope", 1)
+    assert load_settings(home).port == 9000

@@ -1,0 +1,84 @@
+import sqlite3
+from pathlib import Path
+
+import pytest
+import sqlite_utils
+
+from clawd import migrations
+from clawd.store import Store, StoreError
+
+TABLES = {
+    "conversations",
+    "turns",
+    "next_states",
+    "feedback",
+    "signals",
+    "signal_votes",
+    "samples",
+    "adapters",
+    "training_runs",
+    "training_steps",
+    "events",
+}
+
+
+def test_migrates_an_empty_database(home: Path) -> None:
+    with Store.open(home) as store:
+        assert TABLES <= set(store.db.table_names())
+        assert store.migrations == [fn.__name__ for fn in migrations.MIGRATIONS]
+        assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert store.db.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+    # Reopening applies nothing twice.
+    with Store.open(home) as store:
+        assert migrations.migrate(store.db) == []
+
+
+def test_schema_enforces_its_rules(home: Path) -> None:
+    with Store.open(home) as store:
+        db = store.db
+        db["conversations"].insert({"id": "c1", "created_at": 1.0, "updated_at": 1.0})
+        row = {
+            "id": "t1",
+            "conversation_id": "c1",
+            "seq": 0,
+            "prompt_messages": "[]",
+            "response_text": "hi",
+            "model": "m",
+            "created_at": 1.0,
+        }
+        db["turns"].insert(row)
+        assert db["turns"].get("t1")["learn"] == 1  # learning is on unless opted out
+        with pytest.raises(sqlite3.IntegrityError):  # unknown conversation
+            db["turns"].insert({**row, "id": "t2", "conversation_id": "nope"})
+        with pytest.raises(sqlite3.IntegrityError):  # one signal set per turn
+            db["signals"].insert_all([{"turn_id": "t1", "score": 1, "created_at": 1.0}] * 2)
+
+
+def test_a_failing_migration_leaves_nothing_behind(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def m999_broken(db: sqlite_utils.Database) -> None:
+        db["half"].create({"id": int}, pk="id")
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(migrations, "MIGRATIONS", [*migrations.MIGRATIONS, m999_broken])
+    with pytest.raises(RuntimeError, match="boom"):
+        Store.open(home)
+    db = sqlite_utils.Database(home / "clawd.db")
+    assert "half" not in db.table_names()
+    assert migrations.applied(db) == ["m001_initial"]
+
+
+def test_events_newest_first(home: Path) -> None:
+    with Store.open(home) as store:
+        store.event("model", "pulled smollm2-135m", size=1)
+        store.event("train", "run 1 failed", reason="nan")
+        assert [e["kind"] for e in store.events()] == ["train", "model"]
+        assert store.events(kind="model")[0]["data"] == {"size": 1}
+
+
+def test_not_a_database_is_a_clear_error(home: Path) -> None:
+    home.mkdir(parents=True)
+    (home / "clawd.db").write_text("this is not sqlite" * 100)
+    with pytest.raises(StoreError, match="cannot open the database"):
+        Store.open(home)
