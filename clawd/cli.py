@@ -130,6 +130,61 @@ def models_use(
     out.print(f"default model: {model} ({path})", highlight=False)
 
 
+@app.command("serve")
+def serve(
+    host: str = typer.Option(None, "--host", help="Address to listen on (default: setting host)."),
+    port: int = typer.Option(None, "--port", help="TCP port (default: setting port, 8765)."),
+    model: str = typer.Option(
+        None, "--model", help="Installed model name or .gguf path (default: setting model)."
+    ),
+    allow_remote: bool = typer.Option(
+        False, "--allow-remote", help="Allow a non-loopback --host (other machines can connect)."
+    ),
+) -> None:
+    """Run the daemon: an OpenAI-compatible REST API on 127.0.0.1 that learns from replies."""
+    from clawd.serve import run
+
+    try:
+        run(host, port, model, allow_remote)
+    except (ModelError, ConfigError, OSError) as exc:
+        raise fail(str(exc)) from None
+
+
+@app.command("token")
+def token() -> None:
+    """Print the API token that clients send as 'Authorization: Bearer <token>'."""
+    from clawd.serve import ensure_token
+
+    out.print(ensure_token(clawd_home()), highlight=False, soft_wrap=True)
+
+
+@app.command("forget")
+def forget(
+    conversation: str = typer.Argument(..., help="The conversation id to delete."),
+    url: str = typer.Option(None, "--url", help="The daemon's address (default: from settings)."),
+) -> None:
+    """Delete a conversation and every signal learned from it (through the running daemon)."""
+    import httpx
+
+    from clawd.serve import ensure_token
+
+    home = clawd_home()
+    try:
+        settings = load_settings(home)
+    except ConfigError as exc:
+        raise fail(str(exc)) from None
+    base = url or f"http://{settings.host}:{settings.port}"
+    headers = {"Authorization": f"Bearer {ensure_token(home)}"}
+    try:
+        resp = httpx.delete(f"{base}/v1/conversations/{conversation}", headers=headers, timeout=30)
+    except httpx.HTTPError as exc:
+        msg = f"cannot reach the daemon at {base} ({exc}); start it with `clawd serve`"
+        raise fail(msg) from None
+    if resp.status_code != 200:
+        raise fail(resp.json().get("error", {}).get("message", resp.text))
+    out.print(f"forgot {conversation}", highlight=False)
+
+
 def main() -> None:
     app()
 

@@ -198,6 +198,14 @@ def m001_initial(db: sqlite_utils.Database) -> None:
     db["events"].create_index(["ts"])
 
 
+@migration
+def m002_history_hash(db: sqlite_utils.Database) -> None:
+    # Hash chain over a turn's prompt messages plus its answer: how a request that resends
+    # the whole history (as editors do) finds the conversation and the turn it extends.
+    db["turns"].add_column("history_hash", str)
+    db["turns"].create_index(["history_hash"])
+
+
 def applied(db: sqlite_utils.Database) -> list[str]:
     if "_migrations" not in db.table_names():
         return []

@@ -35,11 +35,22 @@ class TinyQwen3Config:
     seed: int = 0
 
 
+# The generation-prompt behaviour of Qwen3's template, including its thinking switch.
+QWEN3_CHAT_TEMPLATE = (
+    "{%- for message in messages %}"
+    "{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}"
+    "{%- endfor %}"
+    "{%- if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}"
+    "{%- if enable_thinking is defined and enable_thinking is false %}"
+    "{{ '<think>\\n\\n</think>\\n\\n' }}{%- endif %}{%- endif %}"
+)
+
+
 def _copy_tokenizer(reader, writer) -> None:  # (GGUFReader, GGUFWriter)
     from gguf import GGUFValueType
 
     for key, field in reader.fields.items():
-        if not key.startswith("tokenizer."):
+        if not key.startswith("tokenizer.") or key == "tokenizer.chat_template":
             continue
         vtype = field.types[0]
         if vtype == GGUFValueType.ARRAY:
@@ -81,6 +92,7 @@ def write_tiny_qwen3(
     writer.add_rope_freq_base(cfg.rope_theta)
     writer.add_layer_norm_rms_eps(cfg.rms_eps)
     _copy_tokenizer(reader, writer)
+    writer.add_chat_template(QWEN3_CHAT_TEMPLATE)
 
     q, kv = cfg.heads * cfg.head_dim, cfg.kv_heads * cfg.head_dim
     writer.add_tensor("token_embd.weight", weight(vocab, cfg.hidden))  # (V, H)

@@ -73,3 +73,9 @@ def test_the_console_script_runs(home: Path) -> None:
     exe = Path(sys.executable).parent / "clawd"
     out = subprocess.run([str(exe), "--version"], capture_output=True, text=True, check=True)
     assert out.stdout.startswith("clawd ")
+
+
+def test_serve_refuses_a_public_address_without_the_flag(home: Path) -> None:
+    result = runner.invoke(app, ["serve", "--host", "0.0.0.0"])
+    assert result.exit_code != 0
+    assert "--allow-remote" in result.output

@@ -66,7 +66,7 @@ def test_a_failing_migration_leaves_nothing_behind(
         Store.open(home)
     db = sqlite_utils.Database(home / "clawd.db")
     assert "half" not in db.table_names()
-    assert migrations.applied(db) == ["m001_initial"]
+    assert migrations.applied(db) == [fn.__name__ for fn in migrations.MIGRATIONS[:-1]]
 
 
 def test_events_newest_first(home: Path) -> None:
@@ -82,3 +82,21 @@ def test_not_a_database_is_a_clear_error(home: Path) -> None:
     (home / "clawd.db").write_text("this is not sqlite" * 100)
     with pytest.raises(StoreError, match="cannot open the database"):
         Store.open(home)
+
+
+def test_each_older_schema_migrates_forward_keeping_rows(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    full = list(migrations.MIGRATIONS)
+    for n in range(1, len(full)):
+        path = home / f"old-{n}.db"
+        monkeypatch.setattr(migrations, "MIGRATIONS", full[:n])
+        with Store(path) as old:
+            old.db["conversations"].insert({"id": "c", "created_at": 1.0, "updated_at": 1.0})
+            old.event("old", "written by an older clawd")
+        monkeypatch.setattr(migrations, "MIGRATIONS", full)
+        with Store(path) as new:
+            assert new.migrations == [fn.__name__ for fn in migrations.MIGRATIONS]
+            assert new.db["conversations"].get("c")["learn"] == 1
+            assert new.events()[0]["message"] == "written by an older clawd"
+            assert "history_hash" in new.db["turns"].columns_dict

@@ -1,0 +1,252 @@
+"""``POST /v1/chat/completions``: OpenAI's chat API, streamed or not, recorded turn by turn.
+
+A request finds its conversation (``X-Clawd-Conversation`` or the stored history it extends),
+links its new user/tool message as the *next state* of the turn it answers, queues the
+generation on the engine, and stores the finished turn *before* the last chunk is sent, so an
+acknowledged answer is never lost. A client that hangs up cancels its generation and nothing is
+stored. ``X-Clawd-Learn: 0`` records the turn but keeps it out of training.
+
+Mounted by ``clawd.serve``; not meant to run alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import threading
+import time
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, StreamingResponse
+
+from clawd import record
+from clawd.engine import Delta, GenParams, PromptTooLong, Result
+from clawd.protocol import CreateChatCompletionRequest
+
+router = APIRouter()
+DEFAULT_TEMPERATURE = 0.7
+
+
+@dataclass
+class _Done:
+    outcome: Result | BaseException
+
+
+def _params(body: CreateChatCompletionRequest) -> GenParams:
+    return GenParams(
+        temperature=DEFAULT_TEMPERATURE if body.temperature is None else body.temperature,
+        top_p=body.top_p or 1.0,
+        max_tokens=body.max_completion_tokens or body.max_tokens,
+        stop=list(body.stop or []),
+        seed=body.seed,
+    )
+
+
+def _usage(result: Result) -> dict[str, Any]:
+    n_prompt, n_out = len(result.prompt_token_ids), len(result.response_token_ids)
+    return {
+        "prompt_tokens": n_prompt,
+        "completion_tokens": n_out,
+        "total_tokens": n_prompt + n_out,
+        "prompt_tokens_details": {"cached_tokens": result.cached_tokens},
+    }
+
+
+def _api_error(status: int, message: str, code: str, param: str | None = None) -> Exception:
+    from clawd.serve import ApiError
+
+    return ApiError(status, message, "invalid_request_error", code, param)
+
+
+def _learn_header(request: Request) -> bool:
+    value = request.headers.get("x-clawd-learn", "1").strip().lower()
+    if value not in ("0", "1", "true", "false", "yes", "no"):
+        raise _api_error(400, "X-Clawd-Learn must be 0 or 1", "invalid_header", "X-Clawd-Learn")
+    return value in ("1", "true", "yes")
+
+
+@router.post("/v1/chat/completions", summary="Chat completion (OpenAI schema, SSE streaming)")
+async def chat_completions(body: CreateChatCompletionRequest, request: Request) -> Any:
+    daemon = request.app.state.daemon
+    engine = daemon.require_ready()
+    conv_header = request.headers.get("x-clawd-conversation")
+    if conv_header is not None and not record.CONVERSATION_ID_RE.match(conv_header):
+        raise _api_error(
+            400,
+            "X-Clawd-Conversation must be 1-128 letters, digits or ._:-",
+            "invalid_header",
+            "X-Clawd-Conversation",
+        )
+    learn = _learn_header(request)
+    messages = body.plain_messages()
+    kwargs = dict(body.chat_template_kwargs or {})
+    try:
+        prompt = engine.tokenize(engine.render(messages, **kwargs))
+        params = _params(body)
+        engine.check_fits(prompt, params.max_tokens)
+    except PromptTooLong as exc:
+        raise _api_error(400, str(exc), "context_length_exceeded", "messages") from None
+    except Exception as exc:  # a template that rejects these messages is the client's input
+        raise _api_error(400, str(exc), "invalid_messages", "messages") from None
+
+    ctx = record.begin(daemon.store, messages, conv_header, learn)
+    turn_id = f"chatcmpl-{uuid.uuid4().hex}"
+    created = int(time.time())
+    loop = asyncio.get_running_loop()
+    events: asyncio.Queue[Delta | _Done] = asyncio.Queue()
+    cancel = threading.Event()
+    engine.submit(
+        prompt,
+        params,
+        on_delta=lambda d: loop.call_soon_threadsafe(events.put_nowait, d),
+        cancel=cancel,
+        done=lambda r: loop.call_soon_threadsafe(events.put_nowait, _Done(r)),
+    )
+    headers = {"X-Clawd-Conversation": ctx.conversation_id}
+
+    def store(result: Result) -> None:
+        record.record_turn(
+            daemon.store,
+            ctx,
+            id=turn_id,
+            prompt_token_ids=result.prompt_token_ids,
+            response_text=result.content,
+            reasoning_text=result.reasoning,
+            response_token_ids=result.response_token_ids,
+            finish_reason=result.finish_reason,
+            model=daemon.model_name,
+            model_sha256=daemon.model_sha256,
+            adapter_version=result.adapter_version,
+            params={
+                "temperature": params.temperature,
+                "top_p": params.top_p,
+                "max_tokens": params.max_tokens,
+                "stop": params.stop,
+                "seed": params.seed,
+                "chat_template_kwargs": kwargs,
+            },
+            prompt_tokens=len(result.prompt_token_ids),
+            completion_tokens=len(result.response_token_ids),
+            ttft_ms=result.ttft_ms,
+            total_ms=result.total_ms,
+        )
+
+    def outcome(done: _Done) -> Result:
+        if isinstance(done.outcome, BaseException):
+            if isinstance(done.outcome, PromptTooLong):
+                raise _api_error(400, str(done.outcome), "context_length_exceeded", "messages")
+            raise done.outcome
+        return done.outcome
+
+    if not body.stream:
+        watcher = asyncio.create_task(_watch_disconnect(request, cancel))
+        try:
+            while not isinstance(item := await events.get(), _Done):
+                pass
+        finally:
+            watcher.cancel()
+            cancel.set()  # a no-op when finished; stops the worker if this task was cancelled
+        result = outcome(item)
+        if result.finish_reason == "cancelled":
+            return JSONResponse({}, status_code=499)
+        store(result)
+        message: dict[str, Any] = {"role": "assistant", "content": result.content}
+        if result.reasoning:
+            message["reasoning_content"] = result.reasoning
+        return JSONResponse(
+            {
+                "id": turn_id,
+                "object": "chat.completion",
+                "created": created,
+                "model": daemon.model_name,
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": message,
+                        "finish_reason": result.finish_reason,
+                        "logprobs": None,
+                    }
+                ],
+                "usage": _usage(result),
+                "clawd": {
+                    "conversation_id": ctx.conversation_id,
+                    "adapter_version": result.adapter_version,
+                },
+            },
+            headers=headers,
+        )
+
+    include_usage = bool(body.stream_options and body.stream_options.include_usage)
+
+    def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> str:
+        data = {
+            "id": turn_id,
+            "object": "chat.completion.chunk",
+            "created": created,
+            "model": daemon.model_name,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}],
+            **extra,
+        }
+        return f"data: {json.dumps(data)}\n\n"
+
+    async def stream() -> AsyncIterator[str]:
+        try:
+            yield chunk({"role": "assistant", "content": ""})
+            while not isinstance(item := await events.get(), _Done):
+                delta = {}
+                if item.reasoning:
+                    delta["reasoning_content"] = item.reasoning
+                if item.content:
+                    delta["content"] = item.content
+                yield chunk(delta)
+            try:
+                result = outcome(item)
+            except Exception as exc:
+                body = getattr(
+                    exc, "body", {"error": {"message": str(exc), "type": "server_error"}}
+                )
+                yield f"data: {json.dumps(body)}\n\n"
+                yield "data: [DONE]\n\n"
+                return
+            if result.finish_reason == "cancelled":
+                return
+            store(result)  # stored before the client hears the answer is complete
+            yield chunk(
+                {},
+                result.finish_reason,
+                clawd={
+                    "conversation_id": ctx.conversation_id,
+                    "adapter_version": result.adapter_version,
+                },
+            )
+            if include_usage:
+                data = {
+                    "id": turn_id,
+                    "object": "chat.completion.chunk",
+                    "created": created,
+                    "model": daemon.model_name,
+                    "choices": [],
+                    "usage": _usage(result),
+                }
+                yield f"data: {json.dumps(data)}\n\n"
+            yield "data: [DONE]\n\n"
+        finally:
+            cancel.set()  # the client went away (or we finished): free the engine
+
+    return StreamingResponse(
+        stream(), media_type="text/event-stream", headers={**headers, "Cache-Control": "no-cache"}
+    )
+
+
+async def _watch_disconnect(request: Request, cancel: threading.Event) -> None:
+    with contextlib.suppress(asyncio.CancelledError):
+        while not cancel.is_set():
+            if await request.is_disconnected():
+                cancel.set()
+                return
+            await asyncio.sleep(0.2)

@@ -1,0 +1,278 @@
+"""The engine: one llama.cpp model, its chat template, and a fair one-at-a-time request queue.
+
+llama.cpp contexts are not thread-safe, so every generation runs on a single worker thread that
+takes jobs in arrival order (first come, first served). A job streams ``Delta`` events back
+through a callback and can be cancelled between two tokens (a client that hangs up). The KV
+cache is reused when a prompt extends the previous one; how much was reused is reported as
+``cached_tokens``. Every result names the adapter that produced it (``None``: the base model).
+
+Run alone to answer one question on the default model::
+
+    python -m clawd.engine "What is the capital of France?"
+"""
+
+from __future__ import annotations
+
+import queue
+import random
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+from clawd.textstream import Detokenizer, StopScanner, ThinkingSplitter
+
+
+class EngineError(Exception):
+    """The model could not be loaded or a prompt could not be rendered."""
+
+
+class PromptTooLong(EngineError):
+    def __init__(self, prompt_tokens: int, n_ctx: int) -> None:
+        super().__init__(
+            f"the prompt is {prompt_tokens} tokens but the context window is {n_ctx} tokens; "
+            "shorten the conversation or raise n_ctx"
+        )
+        self.prompt_tokens, self.n_ctx = prompt_tokens, n_ctx
+
+
+@dataclass
+class GenParams:
+    temperature: float = 0.7
+    top_p: float = 1.0
+    max_tokens: int | None = None
+    stop: list[str] = field(default_factory=list)
+    seed: int | None = None
+
+
+@dataclass
+class Delta:
+    """A piece of the answer as it is produced."""
+
+    content: str = ""
+    reasoning: str = ""
+
+
+@dataclass
+class Result:
+    prompt_token_ids: list[int]
+    response_token_ids: list[int]
+    content: str
+    reasoning: str
+    finish_reason: str  # "stop", "length" or "cancelled"
+    cached_tokens: int
+    adapter_version: str | None
+    ttft_ms: float
+    total_ms: float
+
+
+@dataclass
+class _Job:
+    prompt: list[int]
+    params: GenParams
+    on_delta: Callable[[Delta], None]
+    cancel: threading.Event
+    done: Callable[[Result | BaseException], None]
+
+
+def _raise(message: str) -> None:
+    raise EngineError(message)
+
+
+class Engine:
+    """Holds one llama.cpp model; ``submit`` queues a generation, ``render`` builds prompts."""
+
+    def __init__(self, model_path: Path, *, n_ctx: int = 4096, n_threads: int = 0) -> None:
+        self.model_path = Path(model_path)
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads or None
+        self.adapter_version: str | None = None
+        self.llm: Any = None
+        self._jobs: queue.Queue[_Job | None] = queue.Queue()
+        self._worker: threading.Thread | None = None
+
+    # -- loading ---------------------------------------------------------------------------
+    def load(self) -> None:
+        from llama_cpp import Llama
+
+        try:
+            self.llm = Llama(
+                str(self.model_path), n_ctx=self.n_ctx, n_threads=self.n_threads, verbose=False
+            )
+        except (ValueError, RuntimeError, OSError) as exc:
+            raise EngineError(f"cannot load {self.model_path}: {exc}") from exc
+        meta = self.llm.metadata
+        template = meta.get("tokenizer.chat_template")
+        if not template:
+            raise EngineError(f"{self.model_path} has no chat template")
+        env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+        env.globals["raise_exception"] = _raise
+        self._template = env.from_string(template)
+        vocab = self.llm._model
+        self.bos_token = (
+            vocab.token_get_text(self.llm.token_bos()) if self.llm.token_bos() >= 0 else ""
+        )
+        self.eos_token = (
+            vocab.token_get_text(self.llm.token_eos()) if self.llm.token_eos() >= 0 else ""
+        )
+        self.architecture = meta.get("general.architecture", "unknown")
+        self._worker = threading.Thread(target=self._run, name="clawd-engine", daemon=True)
+        self._worker.start()
+
+    def close(self) -> None:
+        if self._worker:
+            self._jobs.put(None)
+            self._worker.join(timeout=30)
+            self._worker = None
+        if self.llm is not None:
+            self.llm.close()
+            self.llm = None
+
+    # -- prompts ---------------------------------------------------------------------------
+    def render(self, messages: list[dict[str, Any]], **template_kwargs: Any) -> str:
+        """The chat template applied to ``messages``, ending with the generation prompt."""
+        try:
+            return self._template.render(
+                messages=messages,
+                add_generation_prompt=True,
+                bos_token=self.bos_token,
+                eos_token=self.eos_token,
+                **template_kwargs,
+            )
+        except EngineError:
+            raise
+        except Exception as exc:  # jinja errors of many kinds
+            raise EngineError(f"the chat template failed on these messages: {exc}") from exc
+
+    def tokenize(self, text: str) -> list[int]:
+        # The template already holds the BOS token where the model wants one.
+        return self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=True)
+
+    def check_fits(self, prompt: list[int], max_tokens: int | None) -> int:
+        """The number of tokens the answer may have; raises PromptTooLong."""
+        room = self.n_ctx - len(prompt)
+        if room < 1:
+            raise PromptTooLong(len(prompt), self.n_ctx)
+        return min(room, max_tokens) if max_tokens else room
+
+    # -- generation ------------------------------------------------------------------------
+    def submit(
+        self,
+        prompt: list[int],
+        params: GenParams,
+        on_delta: Callable[[Delta], None],
+        cancel: threading.Event,
+        done: Callable[[Result | BaseException], None],
+    ) -> None:
+        """Queue a generation; ``done`` receives the Result (or the exception) on the worker."""
+        if self._worker is None:
+            raise EngineError("the engine is not loaded")
+        self._jobs.put(_Job(prompt, params, on_delta, cancel, done))
+
+    @property
+    def queued(self) -> int:
+        return self._jobs.qsize()
+
+    def _run(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            if job.cancel.is_set():
+                job.done(self._empty(job, "cancelled"))
+                continue
+            try:
+                job.done(self._generate(job))
+            except BaseException as exc:  # handed to the waiting request, never kills the worker
+                job.done(exc)
+
+    def _empty(self, job: _Job, reason: str) -> Result:
+        return Result(job.prompt, [], "", "", reason, 0, self.adapter_version, 0.0, 0.0)
+
+    def _generate(self, job: _Job) -> Result:
+        import llama_cpp
+
+        llm, params = self.llm, job.params
+        budget = self.check_fits(job.prompt, params.max_tokens)
+        cached = llm.longest_token_prefix(llm._input_ids[: llm.n_tokens].tolist(), job.prompt)
+        llm.set_seed(params.seed if params.seed is not None else random.getrandbits(31))
+        detok, stops, think = Detokenizer(), StopScanner(params.stop), ThinkingSplitter()
+        out_ids: list[int] = []
+        reasoning, content = [], []
+        finish, t0, ttft = "length", time.perf_counter(), None
+
+        def emit(text: str) -> None:
+            r, c = think.push(text)
+            if r or c:
+                reasoning.append(r)
+                content.append(c)
+                job.on_delta(Delta(content=c, reasoning=r))
+
+        vocab = llm._model.vocab
+        for token in llm.generate(
+            job.prompt,
+            temp=params.temperature,
+            top_p=params.top_p,
+            top_k=0,
+            min_p=0.0,
+            repeat_penalty=1.0,
+            reset=True,
+        ):
+            if ttft is None:
+                ttft = (time.perf_counter() - t0) * 1000
+            if job.cancel.is_set():
+                finish = "cancelled"
+                break
+            if llama_cpp.llama_vocab_is_eog(vocab, token):
+                finish = "stop"
+                break
+            out_ids.append(token)
+            emit(stops.push(detok.push(llm.detokenize([token], special=False))))
+            if stops.stopped:
+                finish = "stop"
+                break
+            if len(out_ids) >= budget:
+                break
+        emit(stops.push(detok.flush()) + stops.flush())
+        r, c = think.flush()
+        if r or c:
+            reasoning.append(r)
+            content.append(c)
+            job.on_delta(Delta(content=c, reasoning=r))
+        total = (time.perf_counter() - t0) * 1000
+        return Result(
+            job.prompt,
+            out_ids,
+            "".join(content),
+            "".join(reasoning),
+            finish,
+            cached,
+            self.adapter_version,
+            ttft or total,
+            total,
+        )
+
+
+def generate_blocking(engine: Engine, prompt: list[int], params: GenParams) -> Result:
+    """Run one generation and wait for it (for scripts, benchmarks and tests)."""
+    box: queue.Queue[Result | BaseException] = queue.Queue()
+    engine.submit(prompt, params, lambda d: None, threading.Event(), box.put)
+    result = box.get()
+    if isinstance(result, BaseException):
+        raise result
+    return result
+
+
+if __name__ == "__main__":
+    from clawd.config import load_settings
+    from clawd.models import resolve
+
+    settings = load_settings()
+    engine = Engine(resolve(settings.model), n_ctx=settings.n_ctx, n_threads=settings.n_threads)
+    engine.load()
+    question = sys.argv[1] if len(sys.argv) > 1 else "Hello!"
+    prompt = engine.tokenize(engine.render([{"role": "user", "content": question}]))
+    print(generate_blocking(engine, prompt, GenParams(temperature=0, max_tokens=128)).content)
+    engine.close()

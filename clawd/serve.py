@@ -1,0 +1,288 @@
+"""The daemon: an OpenAI-compatible REST API on 127.0.0.1 that records every turn.
+
+``create_app`` builds the FastAPI app around one ``Engine`` and the ``Store``; the model loads
+in the background (``/health`` answers 503 until it is ready). Every route but ``/health``
+needs the bearer token from ``CLAWD_HOME/token``. Errors are OpenAI-shaped JSON: 400 for bad
+input (naming the field), 401, 404, 503; a 500 only for our own faults, and the daemon stays up.
+The chat route itself lives in ``clawd.chat``.
+
+Run alone (the same as ``clawd serve``)::
+
+    python -m clawd.serve
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import logging
+import os
+import secrets
+import threading
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from fastapi import Depends, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
+
+from clawd import record
+from clawd.config import Settings, clawd_home, load_settings
+from clawd.engine import Engine, EngineError
+from clawd.models import resolve, sha256_file
+from clawd.protocol import ConversationUpdate, FeedbackRequest, error_body
+from clawd.store import Store
+
+log = logging.getLogger("clawd")
+LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+
+
+class ApiError(Exception):
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        type_: str,
+        code: str | None = None,
+        param: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status, self.body = status, error_body(message, type_, code, param)
+
+
+def token_path(home: Path) -> Path:
+    return home / "token"
+
+
+def ensure_token(home: Path) -> str:
+    """The API token, created on first use with mode 0600."""
+    path = token_path(home)
+    if path.exists():
+        return path.read_text(encoding="utf-8").strip()
+    home.mkdir(parents=True, exist_ok=True)
+    token = "clawd-" + secrets.token_urlsafe(32)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(token + "\n")
+    return token
+
+
+class Daemon:
+    """What the routes share: settings, the store, the engine and its loading state."""
+
+    def __init__(self, home: Path, settings: Settings, model: str) -> None:
+        self.home, self.settings = home, settings
+        self.model_name = model
+        self.model_path = resolve(model, home)
+        self.token = ensure_token(home)
+        self.store = Store.open(home)
+        self.engine = Engine(self.model_path, n_ctx=settings.n_ctx, n_threads=settings.n_threads)
+        self.state, self.error = "loading", ""
+        self.model_sha256 = ""
+
+    def load(self) -> None:
+        try:
+            t0 = time.perf_counter()
+            self.model_sha256 = sha256_file(self.model_path)
+            self.engine.load()
+            self.state = "ok"
+            self.store.event(
+                "serve", f"loaded {self.model_name}", seconds=round(time.perf_counter() - t0, 2)
+            )
+            log.info("model %s loaded", self.model_name)
+        except (EngineError, OSError) as exc:
+            self.state, self.error = "error", str(exc)
+            log.error("cannot load the model: %s", exc)
+
+    def require_ready(self) -> Engine:
+        if self.state == "loading":
+            raise ApiError(
+                503,
+                "the model is still loading; retry in a moment",
+                "service_unavailable",
+                "model_loading",
+            )
+        if self.state == "error":
+            raise ApiError(
+                503, f"the model failed to load: {self.error}", "service_unavailable", "model_error"
+            )
+        return self.engine
+
+
+def _field(loc: tuple[Any, ...]) -> str:
+    return ".".join(str(p) for p in loc if p != "body")
+
+
+def _install_errors(app: FastAPI) -> None:
+    @app.exception_handler(ApiError)
+    async def api_error(_: Request, exc: ApiError) -> JSONResponse:
+        return JSONResponse(exc.body, status_code=exc.status)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+        err = exc.errors()[0]
+        if err.get("type") == "json_invalid":
+            msg = f"the body is not valid JSON: {err.get('ctx', {}).get('error', err['msg'])}"
+            return JSONResponse(error_body(msg, "invalid_request_error", "invalid_json"), 400)
+        name = _field(err["loc"]) or "body"
+        msg = f"{name}: {err['msg']}"
+        if name == "body":
+            msg = "the body must be a JSON object (with Content-Type: application/json)"
+        return JSONResponse(error_body(msg, "invalid_request_error", "invalid_value", name), 400)
+
+    @app.exception_handler(HTTPException)
+    async def http_error(_: Request, exc: HTTPException) -> JSONResponse:
+        kind = "not_found_error" if exc.status_code == 404 else "invalid_request_error"
+        return JSONResponse(
+            error_body(str(exc.detail), kind),
+            exc.status_code,
+            headers=getattr(exc, "headers", None),
+        )
+
+    @app.exception_handler(Exception)
+    async def internal(_: Request, exc: Exception) -> JSONResponse:
+        log.exception("internal error")
+        return JSONResponse(error_body(f"internal error: {exc}", "server_error"), 500)
+
+
+def create_app(daemon: Daemon, *, load_in_background: bool = True) -> FastAPI:
+    from clawd.chat import router as chat_router
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        if load_in_background:
+            threading.Thread(target=daemon.load, name="clawd-load", daemon=True).start()
+        else:
+            daemon.load()
+        yield
+        daemon.engine.close()
+        daemon.store.close()
+
+    app = FastAPI(
+        title="clawd",
+        version="0.1.0",
+        lifespan=lifespan,
+        description="A personal assistant that learns from your replies.",
+    )
+    app.state.daemon = daemon
+    _install_errors(app)
+
+    def authorize(request: Request) -> Daemon:
+        header = request.headers.get("authorization", "")
+        given = header[7:].strip() if header.lower().startswith("bearer ") else ""
+        if not given or not hmac.compare_digest(given.encode(), daemon.token.encode()):
+            raise ApiError(
+                401,
+                "missing or wrong API key: send 'Authorization: Bearer <token>' "
+                "with the token printed by `clawd token`",
+                "invalid_request_error",
+                "invalid_api_key",
+            )
+        return daemon
+
+    @app.get("/health", summary="Liveness and model state (no token needed)")
+    def health() -> JSONResponse:
+        body = {
+            "status": daemon.state,
+            "model": daemon.model_name,
+            "adapter": daemon.engine.adapter_version,
+            "error": daemon.error or None,
+        }
+        return JSONResponse(body, status_code=200 if daemon.state == "ok" else 503)
+
+    @app.get("/v1/models", summary="The served model")
+    def models(d: Daemon = Depends(authorize)) -> dict:
+        return {
+            "object": "list",
+            "data": [
+                {
+                    "id": d.model_name,
+                    "object": "model",
+                    "owned_by": "clawd",
+                    "created": int(d.model_path.stat().st_mtime),
+                }
+            ],
+        }
+
+    @app.post("/v1/feedback", summary="Rate a response (+1/-1) with an optional comment")
+    def feedback(body: FeedbackRequest, d: Daemon = Depends(authorize)) -> dict:
+        try:
+            fid = record.add_feedback(d.store, body.id, body.rating, body.comment)
+        except record.NotFound as exc:
+            raise ApiError(404, str(exc), "not_found_error", "unknown_id", "id") from None
+        return {"id": fid, "object": "feedback", "response_id": body.id}
+
+    @app.get("/v1/conversations", summary="Stored conversations, newest first")
+    def conversations(d: Daemon = Depends(authorize)) -> dict:
+        return {"object": "list", "data": record.list_conversations(d.store)}
+
+    @app.get("/v1/conversations/{cid}", summary="A conversation with its turns")
+    def conversation(cid: str, d: Daemon = Depends(authorize)) -> dict:
+        try:
+            return record.get_conversation(d.store, cid)
+        except record.NotFound as exc:
+            raise ApiError(404, str(exc), "not_found_error", "unknown_id") from None
+
+    @app.patch("/v1/conversations/{cid}", summary="Rename, or switch learning off or on")
+    def patch_conversation(
+        cid: str, body: ConversationUpdate, d: Daemon = Depends(authorize)
+    ) -> dict:
+        try:
+            record.update_conversation(d.store, cid, learn=body.learn, title=body.title)
+            return record.get_conversation(d.store, cid)
+        except record.NotFound as exc:
+            raise ApiError(404, str(exc), "not_found_error", "unknown_id") from None
+
+    @app.delete("/v1/conversations/{cid}", summary="Forget a conversation")
+    def delete(cid: str, d: Daemon = Depends(authorize)) -> dict:
+        try:
+            record.delete_conversation(d.store, cid)
+        except record.NotFound as exc:
+            raise ApiError(404, str(exc), "not_found_error", "unknown_id") from None
+        d.store.event("forget", f"deleted conversation {cid}")
+        return {"id": cid, "object": "conversation.deleted", "deleted": True}
+
+    app.include_router(chat_router, dependencies=[Depends(authorize)])
+    return app
+
+
+def run(
+    host: str | None = None,
+    port: int | None = None,
+    model: str | None = None,
+    allow_remote: bool = False,
+) -> None:
+    """Start the daemon in the foreground (what ``clawd serve`` does)."""
+    import uvicorn
+
+    home = clawd_home()
+    settings = load_settings(home)
+    host, port = host or settings.host, port or settings.port
+    if host not in LOOPBACK and not allow_remote:
+        raise SystemExit(
+            f"refusing to listen on {host}: only this machine should reach clawd; "
+            "pass --allow-remote if you really mean it"
+        )
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    if host not in LOOPBACK:
+        log.warning(
+            "!!! clawd is listening on %s: anyone who can reach it and has the token can "
+            "read your conversations !!!",
+            host,
+        )
+    daemon = Daemon(home, settings, model or settings.model)
+    log.info(
+        "clawd on http://%s:%d (model %s, token in %s)",
+        host,
+        port,
+        daemon.model_name,
+        token_path(home),
+    )
+    uvicorn.run(create_app(daemon), host=host, port=port, log_level="warning")
+
+
+if __name__ == "__main__":
+    run()

@@ -1,0 +1,72 @@
+"""Start the real daemon as a subprocess on a model, for black-box tests and benchmarks."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class RunningDaemon:
+    url: str
+    token: str
+    home: Path
+    proc: subprocess.Popen
+    log: Path
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
+
+    def client(self, **kw: object) -> httpx.Client:
+        return httpx.Client(base_url=self.url, headers=self.headers, timeout=120, **kw)
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+def start_daemon(
+    model: Path, home: Path, *, n_ctx: int = 2048, timeout: float = 120
+) -> RunningDaemon:
+    port = free_port()
+    home.mkdir(parents=True, exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CLAWD_")}
+    env.update(CLAWD_HOME=str(home), CLAWD_N_CTX=str(n_ctx), CLAWD_N_THREADS="2")
+    log = home / "daemon.log"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "clawd", "serve", "--port", str(port), "--model", str(model)],
+        env=env,
+        stdout=open(log, "wb"),
+        stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"daemon exited with {proc.returncode}: {log.read_text()}")
+        try:
+            if httpx.get(f"{url}/health", timeout=2).status_code == 200:
+                token = (home / "token").read_text().strip()
+                return RunningDaemon(url, token, home, proc, log)
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    proc.kill()
+    raise RuntimeError(f"daemon not healthy after {timeout}s: {log.read_text()}")

@@ -1,0 +1,49 @@
+import pytest
+
+from clawd.textstream import Detokenizer, StopScanner, ThinkingSplitter, split_thinking
+
+
+def test_detokenizer_never_splits_a_character() -> None:
+    d = Detokenizer()
+    data = "héllo 🙂".encode()
+    out = "".join(d.push(data[i : i + 1]) for i in range(len(data))) + d.flush()
+    assert out == "héllo 🙂"
+    assert Detokenizer().push("🙂".encode()[:2]) == ""
+
+
+def test_stop_strings_across_pieces() -> None:
+    s = StopScanner(["END"])
+    assert s.push("hello E") == "hello "  # "E" might start "END": held back
+    assert s.push("N") == ""
+    assert s.push("D and more") == "" and s.stopped
+    s = StopScanner(["END"])
+    assert s.push("hello E") + s.push("ast") + s.flush() == "hello East"
+    assert not s.stopped
+
+
+def test_no_stops_passes_everything() -> None:
+    s = StopScanner([])
+    assert s.push("abc") == "abc" and s.flush() == ""
+
+
+@pytest.mark.parametrize(
+    "text,reasoning,content",
+    [
+        ("<think>\nplan</think>\n\nHello", "\nplan", "Hello"),
+        ("  <think>x</think>y", "x", "y"),
+        ("Hello <think>not thinking</think>", "", "Hello <think>not thinking</think>"),
+        ("<think>never closed", "never closed", ""),
+        ("<thi", "", "<thi"),
+        ("", "", ""),
+    ],
+)
+def test_split_thinking(text: str, reasoning: str, content: str) -> None:
+    assert split_thinking(text) == (reasoning, content)
+
+
+def test_thinking_splitter_streamed_one_char_at_a_time() -> None:
+    text = "<think>a</th>b</think>\n\nanswer"
+    s = ThinkingSplitter()
+    parts = [s.push(ch) for ch in text] + [s.flush()]
+    assert "".join(r for r, _ in parts) == "a</th>b"
+    assert "".join(c for _, c in parts) == "answer"
