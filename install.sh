@@ -91,6 +91,6 @@ esac
 cat <<EOF
 
 clawd is installed. Next:
-  clawd chat        # talk to your assistant in the terminal (or: clawd serve, for editors)
+  clawd serve       # start the daemon; point editors at http://127.0.0.1:8765/v1 (README)
   ./install.sh --dev && .venv/bin/python -m pytest    # run the tests
 EOF
