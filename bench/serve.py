@@ -23,9 +23,9 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from clawd.config import clawd_home  # noqa: E402
-from clawd.models import resolve  # noqa: E402
-from tests.daemon import start_daemon  # noqa: E402
+from clawd.config import clawd_home
+from clawd.models import resolve
+from tests.daemon import start_daemon
 
 MAX_TOKENS = 256
 
@@ -38,8 +38,15 @@ def direct(llm, messages: list[dict]) -> tuple[float, float, int]:
     t0 = time.perf_counter()
     first = last = None
     n = 0
-    for chunk in llm.create_chat_completion(messages, temperature=0, max_tokens=MAX_TOKENS,
-                                            stream=True, top_k=0, min_p=0.0, repeat_penalty=1.0):
+    for chunk in llm.create_chat_completion(
+        messages,
+        temperature=0,
+        max_tokens=MAX_TOKENS,
+        stream=True,
+        top_k=0,
+        min_p=0.0,
+        repeat_penalty=1.0,
+    ):
         if chunk["choices"][0]["delta"].get("content"):
             n += 1
             last = time.perf_counter()
@@ -48,8 +55,13 @@ def direct(llm, messages: list[dict]) -> tuple[float, float, int]:
 
 
 def through_daemon(client: httpx.Client, messages: list[dict]) -> tuple[float, float, int]:
-    body = {"messages": messages, "temperature": 0, "max_tokens": MAX_TOKENS, "stream": True,
-            "stream_options": {"include_usage": True}}
+    body = {
+        "messages": messages,
+        "temperature": 0,
+        "max_tokens": MAX_TOKENS,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
     t0 = time.perf_counter()
     first = last = None
     n = 0
@@ -73,10 +85,15 @@ def load_test(d, clients: int = 8, per_client: int = 20) -> dict:
         ids = []
         with d.client() as client:
             for i in range(per_client):
-                r = client.post("/v1/chat/completions",
-                                headers={"X-Clawd-Conversation": f"load-{c}"},
-                                json={"messages": [{"role": "user", "content": f"Hi {c}.{i}"}],
-                                      "max_tokens": 8, "stream": i % 2 == 0})
+                r = client.post(
+                    "/v1/chat/completions",
+                    headers={"X-Clawd-Conversation": f"load-{c}"},
+                    json={
+                        "messages": [{"role": "user", "content": f"Hi {c}.{i}"}],
+                        "max_tokens": 8,
+                        "stream": i % 2 == 0,
+                    },
+                )
                 if r.status_code != 200:
                     errors += 1
                 elif i % 2:
@@ -88,11 +105,17 @@ def load_test(d, clients: int = 8, per_client: int = 20) -> dict:
         list(pool.map(one, range(clients)))
     seconds = time.perf_counter() - t0
     with d.client() as client:
-        counts = [len(client.get(f"/v1/conversations/load-{c}").json()["turns"])
-                  for c in range(clients)]
-    return {"clients": clients, "requests": clients * per_client, "errors": errors,
-            "turns_recorded": sum(counts), "all_recorded_once": counts == [per_client] * clients,
-            "seconds": round(seconds, 1)}
+        counts = [
+            len(client.get(f"/v1/conversations/load-{c}").json()["turns"]) for c in range(clients)
+        ]
+    return {
+        "clients": clients,
+        "requests": clients * per_client,
+        "errors": errors,
+        "turns_recorded": sum(counts),
+        "all_recorded_once": counts == [per_client] * clients,
+        "seconds": round(seconds, 1),
+    }
 
 
 def main() -> None:
@@ -119,12 +142,20 @@ def main() -> None:
         load = load_test(d)
     finally:
         d.stop()
-    med = {arm: {"ttft_ms": statistics.median(r[0] for r in v),
-                 "tokens_per_s": statistics.median(r[1] for r in v),
-                 "tokens": statistics.median(r[2] for r in v)} for arm, v in rows.items()}
+    med = {
+        arm: {
+            "ttft_ms": statistics.median(r[0] for r in v),
+            "tokens_per_s": statistics.median(r[1] for r in v),
+            "tokens": statistics.median(r[2] for r in v),
+        }
+        for arm, v in rows.items()
+    }
     result = {
-        "date": time.strftime("%Y-%m-%d"), "model": model.name, "rounds": args.rounds,
-        "max_tokens": MAX_TOKENS, "median": med,
+        "date": time.strftime("%Y-%m-%d"),
+        "model": model.name,
+        "rounds": args.rounds,
+        "max_tokens": MAX_TOKENS,
+        "median": med,
         "throughput_ratio": med["daemon"]["tokens_per_s"] / med["direct"]["tokens_per_s"],
         "added_ttft_ms": med["daemon"]["ttft_ms"] - med["direct"]["ttft_ms"],
         "load": load,

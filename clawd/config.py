@@ -16,7 +16,7 @@ import os
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import tomlkit
 from pydantic import Field, ValidationError
@@ -63,6 +63,32 @@ class Settings(BaseSettings):
         "",
         description="Model hub address for `clawd models pull` (a mirror); empty uses "
         "huggingface_hub's default or HF_ENDPOINT.",
+    )
+    judge_model: str = Field(
+        "",
+        description="Model that judges replies: an installed name or .gguf path; empty uses "
+        "the served model without any adapter.",
+    )
+    judge_votes: int = Field(3, ge=1, le=15, description="Judge votes per turn (majority wins).")
+    judge_temperature: float = Field(
+        0.6, ge=0.0, le=2.0, description="Sampling temperature of the judge's votes."
+    )
+    judge_max_tokens: int = Field(
+        96, ge=8, le=2048, description="Most tokens a judge may reason before it must score."
+    )
+    hint_extractor: Literal["judge", "reply"] = Field(
+        "reply",
+        description="Where hints come from: 'judge' (the model writes them) or 'reply' (the "
+        "user's corrective message itself, when the judge scored -1; better for small models).",
+    )
+    signals_interval_s: int = Field(
+        30,
+        ge=0,
+        le=86400,
+        description="Seconds between runs of the background signals job; 0 switches it off.",
+    )
+    require_approval: bool = Field(
+        False, description="Samples wait for `clawd signals approve` before they can train."
     )
 
     @classmethod

@@ -95,10 +95,19 @@ class Engine:
         self.llm: Any = None
         self._jobs: queue.Queue[_Job | None] = queue.Queue()
         self._worker: threading.Thread | None = None
+        # Set while no user request is queued or running: background work (the judge) waits
+        # on it between tokens, so the user never waits behind it.
+        self._pending = 0
+        self._pending_lock = threading.Lock()
+        self.idle = threading.Event()
+        self.idle.set()
 
     # -- loading ---------------------------------------------------------------------------
     def load(self) -> None:
         from llama_cpp import Llama
+
+        if self.llm is not None:
+            raise EngineError("the engine is already loaded")
 
         try:
             self.llm = Llama(
@@ -172,6 +181,9 @@ class Engine:
         """Queue a generation; ``done`` receives the Result (or the exception) on the worker."""
         if self._worker is None:
             raise EngineError("the engine is not loaded")
+        with self._pending_lock:
+            self._pending += 1
+            self.idle.clear()
         self._jobs.put(_Job(prompt, params, on_delta, cancel, done))
 
     @property
@@ -180,13 +192,18 @@ class Engine:
 
     def _run(self) -> None:
         while (job := self._jobs.get()) is not None:
-            if job.cancel.is_set():
-                job.done(self._empty(job, "cancelled"))
-                continue
             try:
-                job.done(self._generate(job))
+                if job.cancel.is_set():
+                    job.done(self._empty(job, "cancelled"))
+                else:
+                    job.done(self._generate(job))
             except BaseException as exc:  # handed to the waiting request, never kills the worker
                 job.done(exc)
+            finally:
+                with self._pending_lock:
+                    self._pending -= 1
+                    if self._pending == 0:
+                        self.idle.set()
 
     def _empty(self, job: _Job, reason: str) -> Result:
         return Result(job.prompt, [], "", "", reason, 0, self.adapter_version, 0.0, 0.0)

@@ -206,6 +206,17 @@ def m002_history_hash(db: sqlite_utils.Database) -> None:
     db["turns"].create_index(["history_hash"])
 
 
+@migration
+def m003_signal_attempts(db: sqlite_utils.Database) -> None:
+    # A failed judge call is retried later with backoff; the turn is never dropped.
+    db["signal_attempts"].create(
+        {"turn_id": str, "attempts": int, "next_try_at": float, "last_error": str},
+        pk="turn_id",
+        foreign_keys=[("turn_id", "turns", "id")],
+        not_null={"attempts", "next_try_at"},
+    )
+
+
 def applied(db: sqlite_utils.Database) -> list[str]:
     if "_migrations" not in db.table_names():
         return []

@@ -233,6 +233,7 @@ def delete_conversation(store: Store, conversation_id: str) -> None:
             f"DELETE FROM signal_votes WHERE signal_id IN "
             f"(SELECT id FROM signals WHERE turn_id IN ({turn_ids}))",
             f"DELETE FROM samples WHERE turn_id IN ({turn_ids})",
+            f"DELETE FROM signal_attempts WHERE turn_id IN ({turn_ids})",
             f"DELETE FROM signals WHERE turn_id IN ({turn_ids})",
             f"DELETE FROM feedback WHERE turn_id IN ({turn_ids})",
             f"DELETE FROM next_states WHERE turn_id IN ({turn_ids})",

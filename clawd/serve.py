@@ -21,19 +21,23 @@ import secrets
 import threading
 import time
 from collections.abc import AsyncIterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from fastapi import Depends, FastAPI, Request
+from apscheduler.schedulers.background import BackgroundScheduler
+from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
-from clawd import record
+from clawd import record, review
 from clawd.config import Settings, clawd_home, load_settings
 from clawd.engine import Engine, EngineError
+from clawd.judge import Judge
 from clawd.models import resolve, sha256_file
 from clawd.protocol import ConversationUpdate, FeedbackRequest, error_body
+from clawd.signaljob import SignalJob, status_dict
 from clawd.store import Store
 
 log = logging.getLogger("clawd")
@@ -82,6 +86,42 @@ class Daemon:
         self.engine = Engine(self.model_path, n_ctx=settings.n_ctx, n_threads=settings.n_threads)
         self.state, self.error = "loading", ""
         self.model_sha256 = ""
+        self.signal_job: SignalJob | None = None
+        self.scheduler: BackgroundScheduler | None = None
+
+    def start_jobs(self) -> None:
+        """Background learning jobs; each has its own database connection."""
+        s = self.settings
+        if s.signals_interval_s <= 0:
+            return
+        judge_name = s.judge_model or self.model_name
+        judge_path = resolve(s.judge_model, self.home) if s.judge_model else self.model_path
+        judge = Judge(
+            judge_path,
+            n_ctx=s.n_ctx,
+            n_threads=s.n_threads,
+            max_tokens=s.judge_max_tokens,
+            yield_to=self.engine,
+        )
+        self.signal_job = SignalJob(Store.open(self.home), judge, s, judge_name)
+        self.scheduler = BackgroundScheduler(daemon=True)
+        self.scheduler.add_job(
+            self.signal_job.run_once,
+            "interval",
+            id="signals",
+            seconds=s.signals_interval_s,
+            max_instances=1,
+            coalesce=True,
+            next_run_time=datetime.now(),
+        )
+        self.scheduler.start()
+
+    def stop_jobs(self) -> None:
+        if self.scheduler is not None:
+            self.scheduler.shutdown(wait=True)
+        if self.signal_job is not None:
+            self.signal_job.judge.close()
+            self.signal_job.store.close()
 
     def load(self) -> None:
         try:
@@ -89,10 +129,12 @@ class Daemon:
             self.model_sha256 = sha256_file(self.model_path)
             self.engine.load()
             self.state = "ok"
-            self.store.event(
-                "serve", f"loaded {self.model_name}", seconds=round(time.perf_counter() - t0, 2)
-            )
             log.info("model %s loaded", self.model_name)
+            with Store.open(self.home) as store:  # this thread's own connection
+                store.event(
+                    "serve", f"loaded {self.model_name}", seconds=round(time.perf_counter() - t0, 2)
+                )
+            self.start_jobs()
         except (EngineError, OSError) as exc:
             self.state, self.error = "error", str(exc)
             log.error("cannot load the model: %s", exc)
@@ -158,6 +200,7 @@ def create_app(daemon: Daemon, *, load_in_background: bool = True) -> FastAPI:
         else:
             daemon.load()
         yield
+        daemon.stop_jobs()
         daemon.engine.close()
         daemon.store.close()
 
@@ -170,7 +213,7 @@ def create_app(daemon: Daemon, *, load_in_background: bool = True) -> FastAPI:
     app.state.daemon = daemon
     _install_errors(app)
 
-    def authorize(request: Request) -> Daemon:
+    async def authorize(request: Request) -> Daemon:
         header = request.headers.get("authorization", "")
         given = header[7:].strip() if header.lower().startswith("bearer ") else ""
         if not given or not hmac.compare_digest(given.encode(), daemon.token.encode()):
@@ -184,17 +227,18 @@ def create_app(daemon: Daemon, *, load_in_background: bool = True) -> FastAPI:
         return daemon
 
     @app.get("/health", summary="Liveness and model state (no token needed)")
-    def health() -> JSONResponse:
+    async def health() -> JSONResponse:
         body = {
             "status": daemon.state,
             "model": daemon.model_name,
             "adapter": daemon.engine.adapter_version,
             "error": daemon.error or None,
+            "jobs": {"signals": status_dict(daemon.signal_job, daemon.store)},
         }
         return JSONResponse(body, status_code=200 if daemon.state == "ok" else 503)
 
     @app.get("/v1/models", summary="The served model")
-    def models(d: Daemon = Depends(authorize)) -> dict:
+    async def models(d: Daemon = Depends(authorize)) -> dict:
         return {
             "object": "list",
             "data": [
@@ -208,7 +252,7 @@ def create_app(daemon: Daemon, *, load_in_background: bool = True) -> FastAPI:
         }
 
     @app.post("/v1/feedback", summary="Rate a response (+1/-1) with an optional comment")
-    def feedback(body: FeedbackRequest, d: Daemon = Depends(authorize)) -> dict:
+    async def feedback(body: FeedbackRequest, d: Daemon = Depends(authorize)) -> dict:
         try:
             fid = record.add_feedback(d.store, body.id, body.rating, body.comment)
         except record.NotFound as exc:
@@ -216,18 +260,18 @@ def create_app(daemon: Daemon, *, load_in_background: bool = True) -> FastAPI:
         return {"id": fid, "object": "feedback", "response_id": body.id}
 
     @app.get("/v1/conversations", summary="Stored conversations, newest first")
-    def conversations(d: Daemon = Depends(authorize)) -> dict:
+    async def conversations(d: Daemon = Depends(authorize)) -> dict:
         return {"object": "list", "data": record.list_conversations(d.store)}
 
     @app.get("/v1/conversations/{cid}", summary="A conversation with its turns")
-    def conversation(cid: str, d: Daemon = Depends(authorize)) -> dict:
+    async def conversation(cid: str, d: Daemon = Depends(authorize)) -> dict:
         try:
             return record.get_conversation(d.store, cid)
         except record.NotFound as exc:
             raise ApiError(404, str(exc), "not_found_error", "unknown_id") from None
 
     @app.patch("/v1/conversations/{cid}", summary="Rename, or switch learning off or on")
-    def patch_conversation(
+    async def patch_conversation(
         cid: str, body: ConversationUpdate, d: Daemon = Depends(authorize)
     ) -> dict:
         try:
@@ -237,13 +281,52 @@ def create_app(daemon: Daemon, *, load_in_background: bool = True) -> FastAPI:
             raise ApiError(404, str(exc), "not_found_error", "unknown_id") from None
 
     @app.delete("/v1/conversations/{cid}", summary="Forget a conversation")
-    def delete(cid: str, d: Daemon = Depends(authorize)) -> dict:
+    async def delete(cid: str, d: Daemon = Depends(authorize)) -> dict:
         try:
             record.delete_conversation(d.store, cid)
         except record.NotFound as exc:
             raise ApiError(404, str(exc), "not_found_error", "unknown_id") from None
         d.store.event("forget", f"deleted conversation {cid}")
         return {"id": cid, "object": "conversation.deleted", "deleted": True}
+
+    @app.get("/v1/signals", summary="Learning signals, newest first")
+    async def signals(
+        status: str | None = None,
+        limit: int = Query(50, ge=1, le=1000),
+        d: Daemon = Depends(authorize),
+    ) -> dict:
+        if status not in (None, "pending", "approved", "vetoed", "used"):
+            raise ApiError(
+                400,
+                "status must be pending, approved, vetoed or used",
+                "invalid_request_error",
+                "invalid_value",
+                "status",
+            )
+        return {"object": "list", "data": review.list_signals(d.store, status, limit)}
+
+    @app.get("/v1/signals/{sid}", summary="A signal with its votes and sample")
+    async def signal(sid: int, d: Daemon = Depends(authorize)) -> dict:
+        try:
+            return review.show_signal(d.store, sid)
+        except record.NotFound as exc:
+            raise ApiError(404, str(exc), "not_found_error", "unknown_id") from None
+
+    async def _set(sid: int, status: str, d: Daemon) -> dict:
+        try:
+            return review.set_status(d.store, sid, status)
+        except record.NotFound as exc:
+            raise ApiError(404, str(exc), "not_found_error", "unknown_id") from None
+        except review.ReviewError as exc:
+            raise ApiError(409, str(exc), "invalid_request_error", "not_applicable") from None
+
+    @app.post("/v1/signals/{sid}/approve", summary="Let this signal's sample train")
+    async def approve(sid: int, d: Daemon = Depends(authorize)) -> dict:
+        return await _set(sid, "approved", d)
+
+    @app.post("/v1/signals/{sid}/veto", summary="Never train on this signal's sample")
+    async def veto(sid: int, d: Daemon = Depends(authorize)) -> dict:
+        return await _set(sid, "vetoed", d)
 
     app.include_router(chat_router, dependencies=[Depends(authorize)])
     return app

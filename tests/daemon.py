@@ -43,12 +43,27 @@ class RunningDaemon:
 
 
 def start_daemon(
-    model: Path, home: Path, *, n_ctx: int = 2048, timeout: float = 120
+    model: Path,
+    home: Path,
+    *,
+    n_ctx: int = 2048,
+    timeout: float = 120,
+    settings: dict[str, str] | None = None,
 ) -> RunningDaemon:
+    """Start ``clawd serve`` on ``model`` with ``CLAWD_HOME=home``; waits until it is healthy.
+
+    ``settings`` are extra CLAWD_* variables; the signals job is off unless they switch it on.
+    """
     port = free_port()
     home.mkdir(parents=True, exist_ok=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith("CLAWD_")}
-    env.update(CLAWD_HOME=str(home), CLAWD_N_CTX=str(n_ctx), CLAWD_N_THREADS="2")
+    env.update(
+        CLAWD_HOME=str(home),
+        CLAWD_N_CTX=str(n_ctx),
+        CLAWD_N_THREADS="2",
+        CLAWD_SIGNALS_INTERVAL_S="0",
+    )
+    env.update(settings or {})
     log = home / "daemon.log"
     proc = subprocess.Popen(
         [sys.executable, "-m", "clawd", "serve", "--port", str(port), "--model", str(model)],

@@ -1,0 +1,199 @@
+"""The judge: runs the judge and hint-extractor calls on a model that never carries an adapter.
+
+By default the judge is a second llama.cpp instance over the served GGUF (the file is mmapped,
+so the weights are shared): adapters are set per context, so this one stays the base model and
+does not drift with the policy. Any other GGUF can be configured (``judge_model``).
+
+It must not make the user wait: before each small batch of prompt tokens and before each new
+token it waits until the serving engine has no user request queued or running.
+
+Each vote reasons freely for up to ``judge_max_tokens`` tokens; when it has not written a
+score by then, ``\\boxed{`` is appended and a grammar restricts the next tokens to a valid score,
+so that a small model's votes are valid more often (the raw text shows exactly what was
+forced). The hint extractor is forced the same way into ``[HINT_START]`` after ``\\boxed{1}``.
+
+Run alone to judge one exchange with the default model::
+
+    python -m clawd.judge "The capital is Paris." "No, answer in one word."
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from clawd.engine import Engine, EngineError
+from clawd.signals import BOXED_RE, hint_messages, judge_messages, parse_boxed
+
+PROMPT_BATCH = 8  # tokens evaluated between two checks for a waiting user
+
+
+class Judge:
+    def __init__(
+        self,
+        model_path: Path,
+        *,
+        n_ctx: int = 4096,
+        n_threads: int = 0,
+        max_tokens: int = 96,
+        yield_to: Engine | None = None,
+    ) -> None:
+        self.engine = Engine(model_path, n_ctx=n_ctx, n_threads=n_threads)
+        self.model_path = Path(model_path)
+        self.max_tokens = max_tokens
+        self.yield_to = yield_to
+        self._lock = threading.Lock()
+        self._grammars: dict[str, Any] = {}
+
+    def load(self) -> None:
+        # Only the template and tokenizer of Engine are used; generation happens here.
+        if self.engine.llm is None:
+            self.engine.load()
+
+    def close(self) -> None:
+        self.engine.close()
+
+    def _wait_for_user(self) -> None:
+        if self.yield_to is not None:
+            self.yield_to.idle.wait()
+
+    def _grammar(self, gbnf: str) -> Any:
+        from llama_cpp import LlamaGrammar
+
+        if gbnf not in self._grammars:
+            self._grammars[gbnf] = LlamaGrammar.from_string(gbnf, verbose=False)
+        return self._grammars[gbnf]
+
+    def _complete(
+        self,
+        prompt: list[int],
+        *,
+        temperature: float,
+        seed: int,
+        max_tokens: int,
+        stop: str | None = None,
+        grammar: str | None = None,
+    ) -> str:
+        """Generate text, yielding to user requests between prompt batches and tokens."""
+        import llama_cpp
+
+        llm = self.engine.llm
+        room = self.engine.n_ctx - len(prompt) - 1
+        if room < 1:
+            raise EngineError(f"judge prompt of {len(prompt)} tokens does not fit n_ctx")
+        max_tokens = min(max_tokens, room)
+        # Evaluate the prompt in small batches (all but the last token, which generate() does).
+        cached = llm.longest_token_prefix(llm._input_ids[: llm.n_tokens].tolist(), prompt)
+        if cached < len(prompt) - 1:
+            if cached == 0:
+                llm.reset()
+            else:
+                llm._ctx.kv_cache_seq_rm(-1, cached, -1)
+                llm.n_tokens = cached
+            for i in range(cached, len(prompt) - 1, PROMPT_BATCH):
+                self._wait_for_user()
+                llm.eval(prompt[i : min(i + PROMPT_BATCH, len(prompt) - 1)])
+        llm.set_seed(seed)
+        vocab = llm._model.vocab
+        out: list[int] = []
+        text = ""
+        self._wait_for_user()
+        for token in llm.generate(
+            prompt,
+            temp=temperature,
+            top_k=0,
+            top_p=1.0,
+            min_p=0.0,
+            repeat_penalty=1.0,
+            reset=True,
+            grammar=self._grammar(grammar) if grammar else None,
+        ):
+            if llama_cpp.llama_vocab_is_eog(vocab, token):
+                break
+            out.append(token)
+            text = llm.detokenize(out).decode("utf-8", errors="ignore")
+            if stop and stop in text:
+                text = text[: text.index(stop) + len(stop)]
+                break
+            if len(out) >= max_tokens:
+                break
+            self._wait_for_user()
+        return text
+
+    def _render(self, messages: list[dict[str, str]]) -> str:
+        return self.engine.render(messages)
+
+    def vote(
+        self, response: str, role: str, next_state: str, *, temperature: float, seed: int
+    ) -> str:
+        """One evaluative vote: the raw text, ending in a score."""
+        with self._lock:
+            head = self._render(judge_messages(response, role, next_state))
+            text = self._complete(
+                self.engine.tokenize(head),
+                temperature=temperature,
+                seed=seed,
+                max_tokens=self.max_tokens,
+                stop="}",
+            )
+            if BOXED_RE.search(text) and parse_boxed(text) is not None:
+                return text
+            reasoning = text.split("\\boxed", 1)[0].rstrip()
+            forced = f"{reasoning}\n\\boxed{{"
+            tail = self._complete(
+                self.engine.tokenize(head + forced),
+                temperature=temperature,
+                seed=seed,
+                max_tokens=4,
+                grammar='root ::= ("1" | "-1" | "0") "}"',
+            )
+            return forced + tail
+
+    def hint(
+        self, response: str, role: str, next_state: str, *, temperature: float, seed: int
+    ) -> str:
+        """One hint-extractor output: ``\\boxed{1}`` plus a hint, or ``\\boxed{-1}``."""
+        with self._lock:
+            head = self._render(hint_messages(response, role, next_state))
+            text = self._complete(
+                self.engine.tokenize(head),
+                temperature=temperature,
+                seed=seed,
+                max_tokens=self.max_tokens,
+                stop="}",
+            )
+            if parse_boxed(text, allowed=(1, -1)) is None:
+                text = text.split("\\boxed", 1)[0].rstrip() + "\n\\boxed{"
+                text += self._complete(
+                    self.engine.tokenize(head + text),
+                    temperature=temperature,
+                    seed=seed,
+                    max_tokens=4,
+                    grammar='root ::= ("1" | "-1") "}"',
+                )
+            if parse_boxed(text, allowed=(1, -1)) != 1:
+                return text
+            text += "\n[HINT_START]"
+            return text + self._complete(
+                self.engine.tokenize(head + text),
+                temperature=temperature,
+                seed=seed,
+                max_tokens=self.max_tokens,
+                stop="[HINT_END]",
+            )
+
+
+if __name__ == "__main__":
+    from clawd.config import load_settings
+    from clawd.models import resolve
+
+    settings = load_settings()
+    judge = Judge(resolve(settings.judge_model or settings.model))
+    judge.load()
+    answer, reply = sys.argv[1], sys.argv[2]
+    for i in range(settings.judge_votes):
+        print(f"--- vote {i}\n{judge.vote(answer, 'user', reply, temperature=0.6, seed=i)}")
+    print(f"--- hint\n{judge.hint(answer, 'user', reply, temperature=0.6, seed=0)}")
+    judge.close()

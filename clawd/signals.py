@@ -1,0 +1,170 @@
+"""Learning signals, the pure part: judge prompts, parsing votes, majority, hints, samples.
+
+A turn's *next state* says two things (DESIGN.md). The **evaluative** judge votes ``\\boxed{1}``
+(the user moved on / thanked / a tool succeeded), ``\\boxed{-1}`` (redo, correction, rephrase,
+a change request, a tool error the answer caused) or ``\\boxed{0}``; the majority of valid votes
+is the reward, a tie or no valid vote gives 0. The **directive** extractor says whether the next
+state reveals hindsight and, if so, writes a hint between ``[HINT_START]`` and ``[HINT_END]``;
+hints over 10 characters count and the longest wins. Explicit feedback beats both.
+
+Combination table (one sample per turn at most)::
+
+    hint accepted | eval is +1/-1 | sample
+    yes           | yes           | "opd+rl", reward = eval
+    yes           | no            | "opd"
+    no            | yes           | "rl"
+    no            | no            | none
+
+No model and no database here; ``clawd.judge`` runs the calls and writes the results.
+
+Run alone to parse a judge output::
+
+    python -m clawd.signals 'The user corrected it. \\boxed{-1}'
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections import Counter
+from dataclasses import dataclass
+
+BOXED_RE = re.compile(r"\\boxed\{\s*([^{}]*?)\s*\}")
+HINT_RE = re.compile(r"\[HINT_START\](.*?)(?:\[HINT_END\]|$)", re.DOTALL)
+MIN_HINT_CHARS = 10
+
+JUDGE_SYSTEM = (
+    "You grade an AI assistant's answer by what happened right after it: the user's next "
+    "message or a tool's output."
+)
+JUDGE_TEMPLATE = """## The assistant's answer
+{response}
+
+## What came next (from the {role})
+{next_state}
+
+## How to score
+\\boxed{{1}}: the user moves on to something new, thanks the assistant, or builds on the answer; \
+a tool reports success.
+\\boxed{{-1}}: the user asks to redo it, corrects it, complains, or rephrases the same request; \
+a tool error caused by the answer. Asking for a change is negative, not neutral.
+\\boxed{{0}}: unclear, or unrelated to the answer.
+
+Think in one or two sentences, then give the score as \\boxed{{1}}, \\boxed{{-1}} or \
+\\boxed{{0}}."""
+
+HINT_SYSTEM = (
+    "You read an AI assistant's answer and what came after it, and find hindsight: what the "
+    "assistant should have done differently."
+)
+HINT_TEMPLATE = """## The assistant's answer
+{response}
+
+## What came next (from the {role})
+{next_state}
+
+## Your task
+Does what came next reveal something that would have made the answer better (a preference, a \
+correction, a missing step)? If yes, answer \\boxed{{1}} and then write a concrete, actionable \
+hint of 1-3 sentences addressed to the assistant between [HINT_START] and [HINT_END]. If not, \
+answer \\boxed{{-1}}."""
+
+
+def judge_messages(response: str, role: str, next_state: str) -> list[dict[str, str]]:
+    text = JUDGE_TEMPLATE.format(response=response, role=role, next_state=next_state)
+    return [{"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": text}]
+
+
+def hint_messages(response: str, role: str, next_state: str) -> list[dict[str, str]]:
+    text = HINT_TEMPLATE.format(response=response, role=role, next_state=next_state)
+    return [{"role": "system", "content": HINT_SYSTEM}, {"role": "user", "content": text}]
+
+
+def parse_boxed(text: str, allowed: tuple[int, ...] = (1, 0, -1)) -> int | None:
+    """The value of the last ``\\boxed{...}`` if it is one of ``allowed``; else None."""
+    found = BOXED_RE.findall(text)
+    if not found:
+        return None
+    value = found[-1].replace(" ", "")
+    if not re.fullmatch(r"[+-]?\d+", value):
+        return None
+    score = int(value)
+    return score if score in allowed else None
+
+
+def majority(votes: list[int | None]) -> int:
+    """Majority of the valid votes; a tie or no valid vote gives 0."""
+    counts = Counter(v for v in votes if v is not None).most_common()
+    if not counts or (len(counts) > 1 and counts[0][1] == counts[1][1]):
+        return 0
+    return counts[0][0]
+
+
+def parse_hint(text: str) -> tuple[int | None, str | None]:
+    """(decision, hint) of one extractor output; the hint only when the decision is 1."""
+    decision = parse_boxed(text, allowed=(1, -1))
+    if decision != 1:
+        return decision, None
+    found = HINT_RE.findall(text)
+    hint = found[-1].strip() if found else ""
+    return decision, hint or None
+
+
+def select_hint(outputs: list[tuple[int | None, str | None]]) -> str | None:
+    """The longest hint among votes that said 1 with a hint over MIN_HINT_CHARS characters."""
+    good = [h for d, h in outputs if d == 1 and h and len(h) > MIN_HINT_CHARS]
+    return max(good, key=len) if good else None
+
+
+def sample_kind(score: int, hint: str | None) -> str | None:
+    """The combination table."""
+    if hint and score != 0:
+        return "opd+rl"
+    if hint:
+        return "opd"
+    if score != 0:
+        return "rl"
+    return None
+
+
+@dataclass(frozen=True)
+class Decision:
+    score: int
+    hint: str | None
+    hint_source: str | None  # "feedback", "judge" or "reply"
+    kind: str | None
+
+
+def decide(
+    *,
+    judge_votes: list[int | None],
+    hint_outputs: list[tuple[int | None, str | None]],
+    extractor: str,
+    next_role: str | None,
+    next_content: str | None,
+    feedback: tuple[int, str | None] | None = None,
+) -> Decision:
+    """Combine votes, hints and explicit feedback into one decision for a turn.
+
+    ``extractor`` is ``"judge"`` (hints written by the model) or ``"reply"`` (the user's
+    corrective next message itself is the hint when the judge scored -1: small models write
+    poor hints). Explicit feedback wins: its rating is the reward and a thumbs-down comment is
+    the hint.
+    """
+    if feedback is not None:
+        rating, comment = feedback
+        hint = comment.strip() if rating < 0 and comment and comment.strip() else None
+        return Decision(rating, hint, "feedback" if hint else None, sample_kind(rating, hint))
+    score = majority(judge_votes)
+    if extractor == "reply":
+        ok = score == -1 and next_role == "user" and next_content and next_content.strip()
+        hint, source = (next_content.strip(), "reply") if ok else (None, None)
+    else:
+        hint = select_hint(hint_outputs)
+        source = "judge" if hint else None
+    return Decision(score, hint, source, sample_kind(score, hint))
+
+
+if __name__ == "__main__":
+    text = sys.argv[1] if len(sys.argv) > 1 else sys.stdin.read()
+    print("vote:", parse_boxed(text), " hint:", parse_hint(text))

@@ -1,0 +1,170 @@
+"""The pure signal rules, with scripted judge outputs."""
+
+import pytest
+
+from clawd.signals import (
+    decide,
+    judge_messages,
+    majority,
+    parse_boxed,
+    parse_hint,
+    sample_kind,
+    select_hint,
+)
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("The user corrected it. \\boxed{-1}", -1),
+        ("\\boxed{1}", 1),
+        ("first \\boxed{1} then changed my mind \\boxed{0}", 0),  # the last box counts
+        ("\\boxed{ +1 }", 1),
+        ("\\boxed{2}", None),  # out of scale
+        ("\\boxed{yes}", None),
+        ("\\boxed{-1", None),  # never closed
+        ("no box at all: -1", None),
+        ("", None),
+    ],
+)
+def test_parse_boxed(text: str, expected: int | None) -> None:
+    assert parse_boxed(text) == expected
+
+
+def test_parse_boxed_respects_the_allowed_values() -> None:
+    assert parse_boxed("\\boxed{0}", allowed=(1, -1)) is None
+
+
+@pytest.mark.parametrize(
+    "votes,expected",
+    [
+        ([1, 1, -1], 1),
+        ([-1, None, -1], -1),
+        ([1, -1], 0),  # tie
+        ([1, -1, 0], 0),  # three-way tie
+        ([None, None, None], 0),  # no valid vote
+        ([], 0),
+        ([0, 0, 1], 0),
+    ],
+)
+def test_majority(votes: list[int | None], expected: int) -> None:
+    assert majority(votes) == expected
+
+
+def test_hints_are_parsed_filtered_and_the_longest_wins() -> None:
+    out = "It was long. \\boxed{1}\n[HINT_START]Answer in one word only.[HINT_END]"
+    assert parse_hint(out) == (1, "Answer in one word only.")
+    assert parse_hint("\\boxed{-1} [HINT_START]ignored[HINT_END]") == (-1, None)
+    assert parse_hint("\\boxed{1} [HINT_START] unterminated hint text") == (
+        1,
+        "unterminated hint text",
+    )
+    assert parse_hint("\\boxed{1} but no hint") == (1, None)
+    outputs = [
+        (1, "short"),
+        (1, "Check the file before editing it."),
+        (-1, "x" * 50),
+        (1, "Use no bullet lists."),
+        (None, None),
+    ]
+    assert select_hint(outputs) == "Check the file before editing it."
+    assert select_hint([(1, "ten chars!")]) is None  # must be longer than 10 characters
+
+
+@pytest.mark.parametrize(
+    "score,hint,kind",
+    [
+        (1, "a hint here", "opd+rl"),
+        (-1, "a hint here", "opd+rl"),
+        (0, "a hint here", "opd"),
+        (1, None, "rl"),
+        (-1, None, "rl"),
+        (0, None, None),
+    ],
+)
+def test_combination_table(score: int, hint: str | None, kind: str | None) -> None:
+    assert sample_kind(score, hint) == kind
+
+
+def test_judge_extractor() -> None:
+    d = decide(
+        judge_votes=[-1, -1, 1],
+        hint_outputs=[(1, "Answer in one word only.")],
+        extractor="judge",
+        next_role="user",
+        next_content="too long",
+    )
+    assert (d.score, d.hint, d.hint_source, d.kind) == (
+        -1,
+        "Answer in one word only.",
+        "judge",
+        "opd+rl",
+    )
+    d = decide(
+        judge_votes=[1, 0, -1],
+        hint_outputs=[(1, "Answer in one word only.")],
+        extractor="judge",
+        next_role="user",
+        next_content="ok",
+    )
+    assert (d.score, d.kind) == (0, "opd")
+
+
+def test_reply_extractor_uses_the_correction_itself() -> None:
+    d = decide(
+        judge_votes=[-1, -1, 0],
+        hint_outputs=[],
+        extractor="reply",
+        next_role="user",
+        next_content="  No, just one word please. ",
+    )
+    assert (d.hint, d.hint_source, d.kind) == ("No, just one word please.", "reply", "opd+rl")
+    d = decide(
+        judge_votes=[1, 1, 1],
+        hint_outputs=[],
+        extractor="reply",
+        next_role="user",
+        next_content="Thanks!",
+    )
+    assert (d.hint, d.kind) == (None, "rl")
+    d = decide(
+        judge_votes=[-1, -1, -1],
+        hint_outputs=[],
+        extractor="reply",
+        next_role="tool",
+        next_content="Error: file not found",
+    )
+    assert (d.hint, d.kind) == (None, "rl")  # a tool's output is not the user's instruction
+
+
+def test_explicit_feedback_wins() -> None:
+    d = decide(
+        judge_votes=[1, 1, 1],
+        hint_outputs=[(1, "A judged hint, long enough.")],
+        extractor="judge",
+        next_role="user",
+        next_content="thanks",
+        feedback=(-1, "Do not use bullet lists."),
+    )
+    assert (d.score, d.hint, d.hint_source, d.kind) == (
+        -1,
+        "Do not use bullet lists.",
+        "feedback",
+        "opd+rl",
+    )
+    d = decide(
+        judge_votes=[-1],
+        hint_outputs=[],
+        extractor="reply",
+        next_role="user",
+        next_content="redo",
+        feedback=(1, "great"),
+    )
+    assert (d.score, d.hint, d.kind) == (1, None, "rl")  # a thumbs-up comment is not a hint
+
+
+def test_judge_prompt_carries_the_answer_and_the_next_state() -> None:
+    msgs = judge_messages("The answer.", "tool", "Error: exit 1")
+    text = msgs[-1]["content"]
+    assert "The answer." in text and "from the tool" in text and "Error: exit 1" in text
+    assert "\\boxed{-1}" in text
