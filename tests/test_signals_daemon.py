@@ -1,0 +1,111 @@
+"""End to end: replies through the REST API become signals in the running daemon's job."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from clawd.store import Store
+from tests.daemon import RunningDaemon, start_daemon
+
+FAST_JOB = {"CLAWD_SIGNALS_INTERVAL_S": "1", "CLAWD_JUDGE_MAX_TOKENS": "24"}
+
+
+def wait_for(predicate, timeout: float = 90, every: float = 0.5):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if value := predicate():
+            return value
+        time.sleep(every)
+    raise AssertionError(f"timed out after {timeout}s")
+
+
+def converse(c: httpx.Client, question: str, reply: str) -> str:
+    """An answer and the user's reply to it, as an editor would send them."""
+    first = [{"role": "user", "content": question}]
+    a1 = c.post(
+        "/v1/chat/completions", json={"messages": first, "max_tokens": 16, "temperature": 0}
+    ).json()
+    follow = [
+        *first,
+        {"role": "assistant", "content": a1["choices"][0]["message"]["content"]},
+        {"role": "user", "content": reply},
+    ]
+    c.post("/v1/chat/completions", json={"messages": follow, "max_tokens": 4})
+    return a1["id"]
+
+
+def signal_of(c: httpx.Client, turn_id: str) -> dict | None:
+    for row in c.get("/v1/signals").json()["data"]:
+        if row["turn_id"] == turn_id:
+            return c.get(f"/v1/signals/{row['id']}").json()
+    return None
+
+
+@pytest.fixture(scope="module")
+def daemon(any_gguf: Path, tmp_path_factory: pytest.TempPathFactory):
+    d = start_daemon(any_gguf, tmp_path_factory.mktemp("signals-home"), settings=FAST_JOB)
+    yield d
+    d.stop()
+
+
+def test_a_corrective_reply_becomes_a_signal_and_a_sample(daemon: RunningDaemon) -> None:
+    with daemon.client() as c:
+        judged = converse(c, "What is the capital of France?", "No! Just answer in one word.")
+        rated = converse(c, "List three fruits.", "ok")
+        fb = c.post("/v1/feedback", json={"id": rated, "rating": -1, "comment": "No lists."})
+        assert fb.status_code == 200
+        sig = wait_for(lambda: signal_of(c, judged))
+        assert len(sig["votes"]) == 3 and all(v["raw_text"] for v in sig["votes"])
+        assert sig["next_state"] == "No! Just answer in one word."
+        kinds = {-1: "opd+rl", 1: "rl", 0: None}  # the reply extractor's table
+        assert (sig["sample"] or {}).get("kind") == kinds[sig["score"]]
+        fsig = wait_for(lambda: signal_of(c, rated))
+        assert (fsig["score"], fsig["hint"], fsig["hint_source"]) == (-1, "No lists.", "feedback")
+        assert fsig["sample"]["kind"] == "opd+rl" and fsig["sample"]["status"] == "approved"
+        veto = c.post(f"/v1/signals/{fsig['id']}/veto")
+        assert veto.status_code == 200 and veto.json()["sample_status"] == "vetoed"
+        assert c.post("/v1/signals/99999/approve").status_code == 404
+        assert c.get("/v1/signals", params={"status": "bogus"}).status_code == 400
+        health = httpx.get(f"{daemon.url}/health").json()
+        assert health["jobs"]["signals"]["enabled"] and health["jobs"]["signals"]["runs"] > 0
+
+
+def test_kill_9_during_the_job_leaves_exactly_one_signal_set(
+    any_gguf: Path, tmp_path: Path
+) -> None:
+    home = tmp_path / "kill-home"
+    slow = {
+        "CLAWD_SIGNALS_INTERVAL_S": "1",
+        "CLAWD_JUDGE_VOTES": "15",
+        "CLAWD_JUDGE_MAX_TOKENS": "400",
+    }
+    d = start_daemon(any_gguf, home, settings=slow)
+    try:
+        with d.client() as c:
+            turn = converse(c, "Tell me about the sea.", "That's wrong, try again.")
+        wait_for(
+            lambda: httpx.get(f"{d.url}/health").json()["jobs"]["signals"]["running"], every=0.05
+        )
+        time.sleep(0.3)
+    finally:
+        os.kill(d.proc.pid, signal.SIGKILL)
+        d.proc.wait()
+    d = start_daemon(any_gguf, home, settings=FAST_JOB)
+    try:
+        with d.client() as c:
+            wait_for(lambda: signal_of(c, turn))
+        with Store.open(home) as store:
+            sets = list(store.db["signals"].rows_where("turn_id = ?", [turn]))
+            assert len(sets) == 1
+            votes = store.db["signal_votes"].count_where("signal_id = ?", [sets[0]["id"]])
+            assert votes in (3, 15)  # the restarted run's, or the killed one's if it committed
+            assert store.db["signal_votes"].count == votes  # no orphaned votes
+            assert store.db["samples"].count_where("turn_id = ?", [turn]) <= 1
+    finally:
+        d.stop()
