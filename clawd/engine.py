@@ -23,8 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jinja2.sandbox import ImmutableSandboxedEnvironment
-
+from clawd.chattemplate import ChatTemplate, TemplateError
 from clawd.textstream import Detokenizer, StopScanner, ThinkingSplitter
 
 
@@ -80,10 +79,6 @@ class _Job:
     done: Callable[[Result | BaseException], None]
 
 
-def _raise(message: str) -> None:
-    raise EngineError(message)
-
-
 class Engine:
     """Holds one llama.cpp model; ``submit`` queues a generation, ``render`` builds prompts."""
 
@@ -119,15 +114,13 @@ class Engine:
         template = meta.get("tokenizer.chat_template")
         if not template:
             raise EngineError(f"{self.model_path} has no chat template")
-        env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
-        env.globals["raise_exception"] = _raise
-        self._template = env.from_string(template)
         vocab = self.llm._model
-        self.bos_token = (
-            vocab.token_get_text(self.llm.token_bos()) if self.llm.token_bos() >= 0 else ""
-        )
-        self.eos_token = (
-            vocab.token_get_text(self.llm.token_eos()) if self.llm.token_eos() >= 0 else ""
+
+        def text(tok: int) -> str:
+            return vocab.token_get_text(tok) if tok >= 0 else ""
+
+        self.template = ChatTemplate(
+            template, text(self.llm.token_bos()), text(self.llm.token_eos())
         )
         self.architecture = meta.get("general.architecture", "unknown")
         self._worker = threading.Thread(target=self._run, name="clawd-engine", daemon=True)
@@ -146,17 +139,9 @@ class Engine:
     def render(self, messages: list[dict[str, Any]], **template_kwargs: Any) -> str:
         """The chat template applied to ``messages``, ending with the generation prompt."""
         try:
-            return self._template.render(
-                messages=messages,
-                add_generation_prompt=True,
-                bos_token=self.bos_token,
-                eos_token=self.eos_token,
-                **template_kwargs,
-            )
-        except EngineError:
-            raise
-        except Exception as exc:  # jinja errors of many kinds
-            raise EngineError(f"the chat template failed on these messages: {exc}") from exc
+            return self.template.render(messages, **template_kwargs)
+        except TemplateError as exc:
+            raise EngineError(str(exc)) from exc
 
     def tokenize(self, text: str) -> list[int]:
         # The template already holds the BOS token where the model wants one.

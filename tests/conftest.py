@@ -57,3 +57,9 @@ def any_gguf(request: pytest.FixtureRequest) -> Path:
     """Each model-touching test runs on both architectures."""
     name = "smollm2_gguf" if request.param == "smollm2" else "tiny_qwen3_gguf"
     return request.getfixturevalue(name)
+
+
+@pytest.fixture(scope="session")
+def torch_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A CLAWD_HOME-like folder whose torch conversion cache outlives single tests."""
+    return tmp_path_factory.mktemp("torch-cache")

@@ -1,0 +1,112 @@
+"""Losses of the trainer, as pure functions on tensors (no model, no state).
+
+Shapes: ``B`` sequences, ``T`` response tokens (right-padded); ``mask`` is 1.0 on real
+response tokens and 0.0 on padding. All log-probs are of the tokens actually served.
+
+References: OpenClaw-RL (arXiv 2603.10165) for the judge reward and hindsight-guided on-policy
+distillation (OPD); PPO (Schulman et al., 2017) for the clipped surrogate; DAPO (Yu et al., 2025)
+for asymmetric "Clip-Higher" bounds; Dr. GRPO (Liu et al., 2025) for the constant normaliser;
+Schulman's k3 estimator for the KL penalty.
+
+Run alone to print the loss of a toy batch::
+
+    python -m clawd.losses
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def token_advantages(
+    teacher_lp: torch.Tensor,
+    old_lp: torch.Tensor,
+    reward: torch.Tensor,
+    has_hint: torch.Tensor,
+    has_reward: torch.Tensor,
+    mask: torch.Tensor,
+    w_opd: float = 1.0,
+    w_rl: float = 1.0,
+) -> torch.Tensor:
+    """Per-token advantage ``A_t = w_opd * (teacher_lp_t - old_lp_t) + w_rl * r``.
+
+    The OPD term applies only to sequences with a hint (``has_hint``), the RL term only to
+    sequences with an evaluative reward (``has_reward``).
+
+    Args:
+        teacher_lp: (B, T) log-probs of the response under the hinted context, no gradient.
+        old_lp: (B, T) log-probs under the plain context with the pre-update weights.
+        reward: (B,) scalar reward per sequence (-1, 0 or +1).
+        has_hint, has_reward: (B,) 0/1 flags.
+        mask: (B, T) 1.0 on response tokens.
+    Returns:
+        (B, T) advantages, 0 on padding.
+    """
+    opd = (teacher_lp - old_lp) * has_hint[:, None]
+    rl = (reward * has_reward)[:, None].expand_as(old_lp)
+    return (w_opd * opd + w_rl * rl) * mask
+
+
+def clipped_policy_loss(
+    logp: torch.Tensor,
+    old_lp: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    normalizer: float,
+    eps_low: float = 0.2,
+    eps_high: float = 0.28,
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """PPO clipped surrogate with asymmetric clipping, summed over tokens / a constant.
+
+    ``ratio_t = exp(logp_t - old_lp_t)``;
+    ``loss_t = -min(ratio_t * A_t, clip(ratio_t, 1 - eps_low, 1 + eps_high) * A_t)``;
+    ``loss = sum_{b,t} mask * loss_t / normalizer``.
+
+    Reduction: the sum over every response token of the batch divided by a *constant*
+    (Dr. GRPO), never a per-sequence mean. With ``1/|o|`` a bad habit inside a 1000-token answer
+    would be pushed 10x less per token than inside a 100-token answer, teaching "when wrong, be
+    long"; with a constant every token weighs the same whatever the length of its answer.
+
+    Args:
+        logp: (B, T) log-probs under the weights being trained (with gradient).
+        old_lp, advantages, mask: (B, T), without gradient.
+        normalizer: a constant, e.g. sequences per batch x a fixed token budget.
+    Returns:
+        the scalar loss and detached metrics (clip fraction, mean ratio).
+    """
+    if normalizer <= 0:
+        raise ValueError("normalizer must be positive")
+    ratio = torch.exp(logp - old_lp)
+    unclipped = ratio * advantages
+    clipped = torch.clamp(ratio, 1.0 - eps_low, 1.0 + eps_high) * advantages
+    per_token = -torch.minimum(unclipped, clipped) * mask
+    loss = per_token.sum() / normalizer
+    n = mask.sum().clamp(min=1.0)
+    with torch.no_grad():
+        was_clipped = ((clipped < unclipped) & (mask > 0)).float().sum() / n
+        metrics = {"clip_fraction": was_clipped, "ratio_mean": (ratio * mask).sum() / n}
+    return loss, metrics
+
+
+def k3_kl(
+    logp: torch.Tensor, ref_lp: torch.Tensor, mask: torch.Tensor, normalizer: float
+) -> torch.Tensor:
+    """k3 estimator of KL(policy || reference): ``exp(ref - logp) - (ref - logp) - 1``.
+
+    Non-negative per token, unbiased for the KL under samples from the policy. Shapes (B, T);
+    reduced like the policy loss: token sum / the same constant.
+    """
+    delta = ref_lp - logp
+    return ((torch.exp(delta) - delta - 1.0) * mask).sum() / normalizer
+
+
+if __name__ == "__main__":
+    torch.manual_seed(0)
+    old = -torch.rand(2, 5)
+    teacher = old + 0.5 * torch.randn(2, 5)
+    mask = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]], dtype=torch.float32)
+    adv = token_advantages(
+        teacher, old, torch.tensor([-1.0, 1.0]), torch.ones(2), torch.ones(2), mask
+    )
+    loss, metrics = clipped_policy_loss(old.clone().requires_grad_(), old, adv, mask, 2 * 256)
+    print("advantages\n", adv, "\nloss", loss.item(), {k: v.item() for k, v in metrics.items()})

@@ -1,0 +1,116 @@
+"""Properties of the trainer's losses (TRL style): no model needed."""
+
+import pytest
+import torch
+
+from clawd.losses import clipped_policy_loss, k3_kl, token_advantages
+
+torch.manual_seed(0)
+
+
+def ones(b: int, t: int) -> torch.Tensor:
+    return torch.ones(b, t)
+
+
+def test_opd_advantage_is_zero_when_teacher_equals_student() -> None:
+    old = -torch.rand(3, 7)
+    adv = token_advantages(
+        old.clone(), old, torch.zeros(3), torch.ones(3), torch.zeros(3), ones(3, 7)
+    )
+    assert torch.count_nonzero(adv) == 0
+
+
+def test_opd_term_only_with_a_hint_and_rl_term_only_with_a_reward() -> None:
+    old, teacher = torch.zeros(2, 3), torch.full((2, 3), -0.5)
+    adv = token_advantages(
+        teacher,
+        old,
+        torch.tensor([1.0, 1.0]),
+        torch.tensor([1.0, 0.0]),
+        torch.tensor([0.0, 1.0]),
+        ones(2, 3),
+        w_opd=1.0,
+        w_rl=2.0,
+    )
+    assert torch.allclose(adv[0], torch.full((3,), -0.5))  # OPD only
+    assert torch.allclose(adv[1], torch.full((3,), 2.0))  # RL only
+
+
+def test_padding_gets_no_advantage() -> None:
+    mask = torch.tensor([[1.0, 1.0, 0.0]])
+    adv = token_advantages(
+        torch.zeros(1, 3), torch.ones(1, 3), torch.ones(1), torch.ones(1), torch.ones(1), mask
+    )
+    assert adv[0, 2] == 0
+
+
+@pytest.mark.parametrize("reward", [1.0, -1.0])
+def test_the_gradient_follows_the_sign_of_the_reward(reward: float) -> None:
+    logp = (-torch.rand(1, 5)).requires_grad_()
+    adv = token_advantages(
+        torch.zeros(1, 5),
+        logp.detach(),
+        torch.tensor([reward]),
+        torch.zeros(1),
+        torch.ones(1),
+        ones(1, 5),
+    )
+    loss, _ = clipped_policy_loss(logp, logp.detach(), adv, ones(1, 5), normalizer=256.0)
+    loss.backward()
+    # Gradient descent moves log-probs by -grad: up for a positive reward, down for a negative.
+    assert torch.all(torch.sign(-logp.grad) == torch.sign(torch.tensor(reward)))
+
+
+def test_loss_is_zero_at_the_start_with_zero_advantage() -> None:
+    logp = -torch.rand(2, 4)
+    loss, metrics = clipped_policy_loss(logp, logp, torch.zeros(2, 4), ones(2, 4), 8.0)
+    assert loss.item() == 0.0 and metrics["clip_fraction"].item() == 0.0
+
+
+def test_clipping_bounds_the_ratio_asymmetrically() -> None:
+    old = torch.zeros(1, 2)
+    adv = torch.tensor([[1.0, -1.0]])
+    # Far above 1 + eps_high with A > 0, far below 1 - eps_low with A < 0: both clipped.
+    logp = torch.tensor([[1.0, -1.0]], requires_grad=True)
+    loss, metrics = clipped_policy_loss(logp, old, adv, ones(1, 2), 1.0, 0.2, 0.28)
+    assert loss.item() == pytest.approx(-(1.28 * 1.0) + 0.8 * 1.0)
+    assert metrics["clip_fraction"].item() == 1.0
+    loss.backward()
+    assert torch.all(logp.grad == 0)  # no push beyond the trust region
+
+
+def test_unclipped_side_keeps_its_gradient() -> None:
+    # A ratio below 1 with a positive advantage is not clipped: PPO still pushes it up.
+    logp = torch.tensor([[-1.0]], requires_grad=True)
+    loss, metrics = clipped_policy_loss(logp, torch.zeros(1, 1), torch.ones(1, 1), ones(1, 1), 1.0)
+    loss.backward()
+    assert metrics["clip_fraction"].item() == 0.0 and logp.grad.item() < 0
+
+
+def test_constant_normaliser_weighs_tokens_alike_whatever_the_length() -> None:
+    def grad_of_first_token(length: int, per_sequence_mean: bool) -> float:
+        logp = torch.zeros(1, length, requires_grad=True)
+        adv = -torch.ones(1, length)
+        mask = ones(1, length)
+        norm = float(length) if per_sequence_mean else 1000.0
+        loss, _ = clipped_policy_loss(logp, logp.detach(), adv, mask, normalizer=norm)
+        loss.backward()
+        return logp.grad[0, 0].item()
+
+    assert grad_of_first_token(100, False) == pytest.approx(grad_of_first_token(1000, False))
+    # ...whereas a per-sequence mean would push a token of the long answer 10x less.
+    assert grad_of_first_token(100, True) == pytest.approx(10 * grad_of_first_token(1000, True))
+
+
+def test_k3_kl_is_zero_at_the_reference_and_positive_elsewhere() -> None:
+    lp = -torch.rand(2, 6)
+    assert k3_kl(lp, lp, ones(2, 6), 12.0).item() == 0.0
+    assert k3_kl(lp, lp - 0.3, ones(2, 6), 12.0).item() > 0
+    assert k3_kl(lp, lp + 0.3, ones(2, 6), 12.0).item() > 0
+
+
+def test_normaliser_must_be_positive() -> None:
+    with pytest.raises(ValueError):
+        clipped_policy_loss(
+            torch.zeros(1, 1), torch.zeros(1, 1), torch.zeros(1, 1), ones(1, 1), 0.0
+        )
