@@ -90,6 +90,33 @@ class Settings(BaseSettings):
     require_approval: bool = Field(
         False, description="Samples wait for `clawd signals approve` before they can train."
     )
+    hint_placement: Literal["user", "system"] = Field(
+        "user",
+        description="Where the trainer's teacher context puts the hint: appended to the last "
+        "user message (the paper) or as a system message (better on SmolLM2 in probes).",
+    )
+    train_lr: float = Field(2e-4, gt=0, lt=1, description="LoRA learning rate.")
+    train_epochs: int = Field(2, ge=1, le=100, description="Passes over the samples per run.")
+    train_kl_coef: float = Field(
+        0.0, ge=0, le=10, description="k3 KL penalty toward the base model (0 for personal use)."
+    )
+    train_threads: int = Field(
+        0, ge=0, le=1024, description="CPU threads for training; 0 lets torch decide."
+    )
+    train_at: str = Field(
+        "03:30",
+        pattern=r"^([01]\d|2[0-3]):[0-5]\d$",
+        description="Local time (HH:MM) of the nightly training run.",
+    )
+    train_min_samples: int = Field(
+        16,
+        ge=1,
+        le=100000,
+        description="Also train when this many new samples wait and the user is idle.",
+    )
+    train_idle_minutes: int = Field(
+        30, ge=1, le=10080, description="How long the user must be idle for that early run."
+    )
 
     @classmethod
     def settings_customise_sources(

@@ -1,0 +1,141 @@
+"""From stored samples to padded tensors: the student and teacher views of each response.
+
+The *student* sequence is the prompt exactly as served (``prompt_token_ids``) followed by the
+response tokens as served. The *teacher* sequence is the same prompt messages with the hint
+put in (``chattemplate.teacher_messages``), rendered with the model's own template and
+tokenized, followed by the same response tokens. Both views score the same response tokens.
+
+Run alone to show how the stored samples would be batched::
+
+    python -m clawd.batches
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from clawd.chattemplate import ChatTemplate, teacher_messages
+
+
+@dataclass
+class Example:
+    sample_id: int
+    kind: str
+    hint: str | None
+    reward: float
+    prompt_ids: list[int]
+    teacher_prompt_ids: list[int]
+    response_ids: list[int]
+    device: Any = "cpu"
+    old_lp: list[float] = field(default_factory=list)
+    teacher_lp: list[float] = field(default_factory=list)
+    ref_lp: list[float] = field(default_factory=list)
+
+    @property
+    def has_reward(self) -> bool:
+        return "rl" in self.kind.split("+")
+
+    def report(self, tok: Any) -> dict[str, Any]:
+        """Per-token view for reports and the TUI: tokens and their OPD advantage."""
+        pieces = [tok.decode([t]) for t in self.response_ids]
+        opd = [t - o for t, o in zip(self.teacher_lp, self.old_lp, strict=True)]
+        return {
+            "sample_id": self.sample_id,
+            "kind": self.kind,
+            "hint": self.hint,
+            "reward": self.reward,
+            "tokens": pieces,
+            "opd_advantage": [round(a, 4) for a in opd] if self.hint else None,
+        }
+
+
+def build_examples(
+    samples: list[dict[str, Any]], tok: Any, template: ChatTemplate, cfg: Any, device: Any = "cpu"
+) -> tuple[list[Example], int]:
+    """Examples for the samples that fit ``cfg.max_seq_len``; returns them and the skip count."""
+    out, skipped = [], 0
+    for s in samples:
+        prompt = json.loads(s["prompt_token_ids"])
+        response = json.loads(s["response_token_ids"])
+        teacher = prompt
+        if s["hint"]:
+            params = json.loads(s.get("params") or "{}")
+            msgs = teacher_messages(json.loads(s["prompt_messages"]), s["hint"], cfg.hint_placement)
+            text = template.render(msgs, **(params.get("chat_template_kwargs") or {}))
+            teacher = tok(text, add_special_tokens=False)["input_ids"]
+        longest = max(len(prompt), len(teacher)) + len(response)
+        if not response or not prompt or longest > cfg.max_seq_len:
+            skipped += 1
+            continue
+        out.append(
+            Example(
+                s["id"],
+                s["kind"],
+                s["hint"],
+                float(s["reward"] or 0.0),
+                prompt,
+                teacher,
+                response,
+                device,
+            )
+        )
+    return out, skipped
+
+
+def _pad(rows: list[list[int]], value: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    width = max(len(r) for r in rows)
+    ids = torch.full((len(rows), width), value, dtype=torch.long)
+    attn = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, r in enumerate(rows):
+        ids[i, : len(r)] = torch.tensor(r)
+        attn[i, : len(r)] = 1
+    return ids, attn
+
+
+def collate(examples: list[Example]) -> dict[str, torch.Tensor]:
+    """Right-padded tensors: ids/attn (B, L), starts (B,), per-token values and mask (B, T)."""
+    device = examples[0].device
+    t = max(len(e.response_ids) for e in examples)
+    s_ids, s_attn = _pad([e.prompt_ids + e.response_ids for e in examples])
+    t_ids, t_attn = _pad([e.teacher_prompt_ids + e.response_ids for e in examples])
+    mask = torch.zeros(len(examples), t)
+
+    def per_token(attr: str) -> torch.Tensor:
+        out = torch.zeros(len(examples), t)
+        for i, e in enumerate(examples):
+            values = getattr(e, attr)
+            if values:
+                out[i, : len(values)] = torch.tensor(values)
+        return out
+
+    for i, e in enumerate(examples):
+        mask[i, : len(e.response_ids)] = 1.0
+    batch = {
+        "student_ids": s_ids,
+        "student_attn": s_attn,
+        "student_start": torch.tensor([len(e.prompt_ids) for e in examples]),
+        "teacher_ids": t_ids,
+        "teacher_attn": t_attn,
+        "teacher_start": torch.tensor([len(e.teacher_prompt_ids) for e in examples]),
+        "mask": mask,
+        "old_lp": per_token("old_lp"),
+        "teacher_lp": per_token("teacher_lp"),
+        "ref_lp": per_token("ref_lp"),
+        "reward": torch.tensor([e.reward for e in examples]),
+        "has_hint": torch.tensor([1.0 if e.hint else 0.0 for e in examples]),
+        "has_reward": torch.tensor([1.0 if e.has_reward else 0.0 for e in examples]),
+    }
+    return {k: v.to(device) for k, v in batch.items()}
+
+
+if __name__ == "__main__":
+    from clawd.store import Store
+
+    with Store.open() as store:
+        for row in store.db["samples"].rows_where("status = 'approved'", limit=20):
+            n = len(json.loads(row["response_token_ids"]))
+            print(f"sample {row['id']}: {row['kind']:7} {n:4} response tokens hint={row['hint']!r}")

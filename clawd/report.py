@@ -1,0 +1,60 @@
+"""Training reports: a JSON file with every step and sample, and a PNG plot of the run.
+
+The JSON keeps, for each sample, its response tokens and their OPD advantage (teacher minus
+student log-prob), which is what the TUI's *why* view colours.
+
+Run alone to redraw the plot of a report::
+
+    python -m clawd.report path/to/report.json
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def write_report(folder: Path, report: dict[str, Any]) -> tuple[Path, Path]:
+    """Write ``report.json`` and ``report.png`` into ``folder``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "report.json"
+    path.write_text(json.dumps(report, indent=1), encoding="utf-8")
+    return path, plot(report, folder / "report.png")
+
+
+def plot(report: dict[str, Any], out: Path) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    steps = report.get("steps", [])
+    xs = [s["step"] for s in steps]
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.6), dpi=100)
+    ax1.plot(xs, [s["loss"] for s in steps], marker="o", label="loss")
+    ax1.plot(xs, [s["kl"] for s in steps], marker=".", label="KL to base")
+    ax1.set_xlabel("step")
+    ax1.set_title("loss")
+    ax1.legend()
+    ax2.plot(xs, [s["adv_opd"] for s in steps], marker="o", label="OPD part")
+    ax2.plot(xs, [s["adv_rl"] for s in steps], marker="s", label="RL part")
+    ax2.plot(xs, [s["adv_mean"] for s in steps], marker=".", label="mean advantage")
+    ax2.plot(xs, [s["clip_fraction"] for s in steps], linestyle="--", label="clip fraction")
+    ax2.axhline(0.0, color="grey", linewidth=0.5)
+    ax2.set_xlabel("step")
+    ax2.set_title("advantages")
+    ax2.legend(fontsize=8)
+    fig.suptitle(
+        f"run {report.get('run_id')}: {report.get('n_samples')} samples, {report.get('status')}"
+    )
+    fig.tight_layout()
+    fig.savefig(out)
+    plt.close(fig)
+    return out
+
+
+if __name__ == "__main__":
+    src = Path(sys.argv[1])
+    print(plot(json.loads(src.read_text()), src.with_suffix(".png")))

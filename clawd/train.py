@@ -1,0 +1,453 @@
+"""The trainer: hindsight OPD + binary RL on a LoRA adapter, exported for llama.cpp.
+
+One run: take the approved samples, load the served GGUF into torch (cached, see
+``torchmodel``), put a LoRA on every projection (warm-started from the active adapter), compute
+``old_lp`` (plain context) and ``teacher_lp`` (the hint in context) with the pre-update weights,
+``A_t = w_opd (teacher_lp - old_lp) + w_rl r``, and take PPO steps on the clipped loss with a
+constant normaliser (``clawd.losses``). The result is written as a PEFT folder plus a GGUF LoRA
+into a temporary folder and renamed to ``CLAWD_HOME/adapters/<version>/`` with status
+``candidate``; only then are the samples marked used. A non-finite loss or gradient, too little
+memory, or any error fails the run with its reason recorded and writes no adapter.
+
+Run alone (what ``clawd train --now`` and the daemon's nightly job run)::
+
+    python -m clawd.train
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import logging
+import math
+import os
+import random
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from clawd.batches import Example, build_examples, collate
+from clawd.config import Settings, clawd_home, load_settings
+from clawd.losses import clipped_policy_loss, k3_kl, token_advantages
+from clawd.models import resolve, sha256_file
+from clawd.store import Store
+
+log = logging.getLogger("clawd.train")
+TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+Progress = Callable[[int, int, dict[str, float]], None]
+
+
+class TrainingError(Exception):
+    """The run was aborted; ``reason`` says why in words."""
+
+
+class NothingToTrain(TrainingError):
+    pass
+
+
+@dataclass
+class TrainConfig:
+    rank: int = 16
+    alpha: float = 32.0
+    lr: float = 2e-4
+    epochs: int = 2
+    batch_size: int = 4
+    max_samples: int = 256
+    eps_low: float = 0.2
+    eps_high: float = 0.28
+    kl_coef: float = 0.0
+    w_opd: float = 1.0
+    w_rl: float = 1.0
+    hint_placement: str = "user"
+    norm_tokens: int = 256  # normaliser = batch_size x norm_tokens, a constant
+    max_seq_len: int = 4096
+    grad_clip: float = 1.0
+    threads: int = 0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        checks = {
+            "rank": 1 <= self.rank <= 512,
+            "alpha": self.alpha > 0,
+            "lr": 0 < self.lr < 1,
+            "epochs": 1 <= self.epochs <= 100,
+            "batch_size": 1 <= self.batch_size <= 256,
+            "eps_low": 0 < self.eps_low < 1,
+            "eps_high": 0 < self.eps_high < 10,
+            "kl_coef": self.kl_coef >= 0,
+            "norm_tokens": self.norm_tokens >= 1,
+            "hint_placement": self.hint_placement in ("user", "system"),
+        }
+        bad = [k for k, ok in checks.items() if not ok]
+        if bad:
+            raise ValueError(f"invalid training setting(s): {', '.join(bad)}")
+
+    @classmethod
+    def from_settings(cls, s: Settings) -> TrainConfig:
+        return cls(
+            lr=s.train_lr,
+            epochs=s.train_epochs,
+            kl_coef=s.train_kl_coef,
+            hint_placement=s.hint_placement,
+            max_seq_len=s.n_ctx,
+            threads=s.train_threads,
+        )
+
+
+@contextlib.contextmanager
+def run_lock(home: Path) -> Iterator[None]:
+    home.mkdir(parents=True, exist_ok=True)
+    with open(home / "train.lock", "w") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise TrainingError("another training run is in progress") from None
+        yield
+
+
+def _check_memory(model_path: Path) -> None:
+    import psutil
+
+    # fp32 weights (~4x a 4-bit file, the worst case), activations and the optimizer's copies.
+    need = model_path.stat().st_size * 4 * 2.5
+    have = psutil.virtual_memory().available
+    if have < need:
+        raise TrainingError(
+            f"not enough memory: about {need / 1e9:.1f} GB needed, {have / 1e9:.1f} GB available"
+        )
+
+
+def _peft_model(model: Any, cfg: TrainConfig, warm_start: Path | None) -> Any:
+    from peft import LoraConfig, PeftModel, get_peft_model
+
+    if warm_start is not None:
+        return PeftModel.from_pretrained(model, warm_start, is_trainable=True)
+    config = LoraConfig(
+        r=cfg.rank,
+        lora_alpha=cfg.alpha,
+        lora_dropout=0.0,
+        bias="none",
+        use_rslora=False,
+        target_modules=list(TARGETS),
+        task_type="CAUSAL_LM",
+    )
+    return get_peft_model(model, config)
+
+
+def _logprobs(model: Any, batch: dict[str, torch.Tensor], side: str) -> torch.Tensor:
+    from clawd.torchmodel import token_logprobs
+
+    return token_logprobs(
+        model,
+        batch[f"{side}_ids"],
+        batch[f"{side}_attn"],
+        batch[f"{side}_start"],
+        batch["mask"].shape[1],
+    )
+
+
+@torch.no_grad()
+def score_examples(model: Any, examples: list[Example], cfg: TrainConfig) -> None:
+    """Fill old_lp, teacher_lp and ref_lp of each example with the pre-update weights."""
+    model.eval()
+    for i in range(0, len(examples), cfg.batch_size):
+        chunk = examples[i : i + cfg.batch_size]
+        batch = collate(chunk)
+        old = _logprobs(model, batch, "student")
+        teacher = _logprobs(model, batch, "teacher") if batch["has_hint"].any() else old
+        if cfg.kl_coef > 0:
+            with model.disable_adapter():
+                ref = _logprobs(model, batch, "student")
+        else:
+            ref = old
+        for j, ex in enumerate(chunk):
+            n = len(ex.response_ids)
+            ex.old_lp, ex.ref_lp = old[j, :n].tolist(), ref[j, :n].tolist()
+            ex.teacher_lp = teacher[j, :n].tolist() if ex.hint else ex.old_lp
+
+
+def train_steps(
+    model: Any,
+    examples: list[Example],
+    cfg: TrainConfig,
+    on_step: Callable[[dict[str, float]], None],
+) -> None:
+    """PPO epochs over the scored examples; raises TrainingError on a non-finite value."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=0.0)
+    rng = random.Random(cfg.seed)
+    step = 0
+    normalizer = float(cfg.batch_size * cfg.norm_tokens)
+    for _ in range(cfg.epochs):
+        order = list(range(len(examples)))
+        rng.shuffle(order)
+        for i in range(0, len(order), cfg.batch_size):
+            model.train()
+            batch = collate([examples[k] for k in order[i : i + cfg.batch_size]])
+            mask = batch["mask"]
+            adv = token_advantages(
+                batch["teacher_lp"],
+                batch["old_lp"],
+                batch["reward"],
+                batch["has_hint"],
+                batch["has_reward"],
+                mask,
+                cfg.w_opd,
+                cfg.w_rl,
+            )
+            logp = _logprobs(model, batch, "student")
+            loss, metrics = clipped_policy_loss(
+                logp, batch["old_lp"], adv, mask, normalizer, cfg.eps_low, cfg.eps_high
+            )
+            kl = k3_kl(logp, batch["ref_lp"], mask, normalizer)
+            total = loss + cfg.kl_coef * kl
+            step += 1
+            if not torch.isfinite(total):
+                raise TrainingError(f"non-finite loss at step {step}")
+            opt.zero_grad()
+            total.backward()
+            grad_norm = torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
+            if not torch.isfinite(grad_norm):
+                raise TrainingError(f"non-finite gradient at step {step}")
+            opt.step()
+            n = mask.sum().clamp(min=1)
+            opd = (batch["teacher_lp"] - batch["old_lp"]) * batch["has_hint"][:, None] * mask
+            on_step(
+                {
+                    "step": step,
+                    "loss": total.item(),
+                    "policy_loss": loss.item(),
+                    "kl": kl.item(),
+                    "adv_mean": (adv.sum() / n).item(),
+                    "adv_opd": (opd.sum() / n).item(),
+                    "adv_rl": ((batch["reward"] * batch["has_reward"])[:, None] * mask).sum().item()
+                    / n.item(),
+                    "clip_fraction": metrics["clip_fraction"].item(),
+                    "grad_norm": grad_norm.item(),
+                    "tokens": int(n.item()),
+                }
+            )
+
+
+def _active_adapter(store: Store) -> tuple[str | None, Path | None]:
+    row = next(store.db["adapters"].rows_where("status = 'active'"), None)
+    if row is None:
+        return None, None
+    return row["version"], Path(row["path"]) / "peft"
+
+
+def run(
+    home: Path | None = None,
+    settings: Settings | None = None,
+    *,
+    model: str | None = None,
+    cfg: TrainConfig | None = None,
+    progress: Progress | None = None,
+    trigger: str = "manual",
+) -> dict[str, Any]:
+    """One training run; returns its summary. Raises NothingToTrain or TrainingError."""
+    home = home or clawd_home()
+    settings = settings or load_settings(home)
+    cfg = cfg or TrainConfig.from_settings(settings)
+    model_name = model or settings.model
+    model_path = resolve(model_name, home)
+    with run_lock(home), Store.open(home) as store:
+        samples = list(
+            store.db.query(
+                "SELECT x.*, t.prompt_messages, t.params FROM samples x JOIN turns t "
+                "ON t.id = x.turn_id WHERE x.status = 'approved' AND t.learn = 1 "
+                "ORDER BY x.id LIMIT ?",
+                [cfg.max_samples],
+            )
+        )
+        if not samples:
+            raise NothingToTrain("no approved samples to train on")
+        run_id = (
+            store.db["training_runs"]
+            .insert(
+                {
+                    "status": "running",
+                    "config": json.dumps({**asdict(cfg), "trigger": trigger}),
+                    "n_samples": len(samples),
+                    "started_at": time.time(),
+                }
+            )
+            .last_pk
+        )
+        tmp = Path(tempfile.mkdtemp(dir=_adapters_dir(home), prefix=".tmp-"))
+        steps: list[dict[str, float]] = []
+        try:
+            summary = _train(store, home, model_path, samples, cfg, run_id, tmp, steps, progress)
+        except BaseException as exc:
+            shutil.rmtree(tmp, ignore_errors=True)
+            reason = str(exc) if isinstance(exc, TrainingError) else f"{type(exc).__name__}: {exc}"
+            if isinstance(exc, torch.OutOfMemoryError | MemoryError):
+                reason = f"out of memory: {exc}"
+            store.db["training_runs"].update(
+                run_id, {"status": "failed", "reason": reason, "finished_at": time.time()}
+            )
+            store.event("train", f"run {run_id} failed: {reason}", run_id=run_id)
+            if isinstance(exc, TrainingError):
+                raise
+            raise TrainingError(reason) from exc
+        return summary
+
+
+def _adapters_dir(home: Path) -> Path:
+    path = home / "adapters"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _train(
+    store: Store,
+    home: Path,
+    model_path: Path,
+    samples: list[dict[str, Any]],
+    cfg: TrainConfig,
+    run_id: int,
+    tmp: Path,
+    steps: list[dict[str, float]],
+    progress: Progress | None,
+) -> dict[str, Any]:
+    from adapters.export import export_gguf
+    from clawd import torchmodel
+    from clawd.chattemplate import ChatTemplate
+    from clawd.report import write_report
+
+    _check_memory(model_path)
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    torch.manual_seed(cfg.seed)
+    digest = sha256_file(model_path)
+    cuda = torch.cuda.is_available()
+    base, tok = torchmodel.load(
+        model_path, home, device="cuda" if cuda else "cpu", qlora=cuda, digest=digest
+    )
+    parent, warm = _active_adapter(store)
+    model = _peft_model(base, cfg, warm)
+    examples, skipped = build_examples(
+        samples,
+        tok,
+        ChatTemplate.from_gguf(model_path),
+        cfg,
+        device=next(model.parameters()).device,
+    )
+    if not examples:
+        raise TrainingError(f"every sample was longer than {cfg.max_seq_len} tokens")
+    score_examples(model, examples, cfg)
+    total = cfg.epochs * math.ceil(len(examples) / cfg.batch_size)
+
+    def on_step(m: dict[str, float]) -> None:
+        steps.append(m)
+        store.db["training_steps"].insert(
+            {
+                "run_id": run_id,
+                "step": int(m["step"]),
+                "metrics": json.dumps(m),
+                "created_at": time.time(),
+            }
+        )
+        if progress:
+            progress(int(m["step"]), total, m)
+
+    train_steps(model, examples, cfg, on_step)
+    version = time.strftime("%Y%m%d-%H%M%S") + f"-r{run_id}"
+    model.save_pretrained(tmp / "peft")
+    export_gguf(tmp / "peft", model_path, tmp / "adapter.gguf")
+    report = {
+        "run_id": run_id,
+        "version": version,
+        "status": "succeeded",
+        "n_samples": len(examples),
+        "skipped": skipped,
+        "config": asdict(cfg),
+        "steps": steps,
+        "samples": [e.report(tok) for e in examples],
+    }
+    write_report(tmp, report)
+    manifest = {
+        "version": version,
+        "parent": parent,
+        "base_model": model_path.name,
+        "base_sha256": digest,
+        "created_at": time.time(),
+        "run_id": run_id,
+        "samples": [e.sample_id for e in examples],
+        "status": "candidate",
+        "metrics": {"final_loss": steps[-1]["loss"], "steps": len(steps)},
+        "files": {"gguf": "adapter.gguf", "peft": "peft", "report": "report.json"},
+    }
+    (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2))
+    final = _adapters_dir(home) / version
+    tmp.replace(final)  # the candidate appears whole or not at all
+    with store.db.conn:
+        store.db["adapters"].insert(
+            {
+                "version": version,
+                "parent": parent,
+                "base_sha256": digest,
+                "run_id": run_id,
+                "path": str(final),
+                "status": "candidate",
+                "metrics": json.dumps(manifest["metrics"]),
+                "created_at": manifest["created_at"],
+            }
+        )
+        store.db.conn.executemany(
+            "UPDATE samples SET status = 'used', run_id = ? WHERE id = ?",
+            [(run_id, e.sample_id) for e in examples],
+        )
+        store.db.conn.execute(
+            "UPDATE training_runs SET status = 'succeeded', adapter_version = ?, report_path = ?,"
+            " finished_at = ? WHERE id = ?",
+            (version, str(final / "report.json"), time.time(), run_id),
+        )
+    store.event("train", f"run {run_id} made adapter {version}", run_id=run_id, version=version)
+    return {
+        "run_id": run_id,
+        "version": version,
+        "path": str(final),
+        "steps": len(steps),
+        "samples": len(examples),
+        "skipped": skipped,
+        "final_loss": steps[-1]["loss"],
+    }
+
+
+def main() -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    with contextlib.suppress(OSError):
+        os.nice(10)  # the user's foreground work comes first
+    trigger = sys.argv[1] if len(sys.argv) > 1 else "manual"
+    try:
+        summary = run(
+            trigger=trigger,
+            progress=lambda s, n, m: log.info(
+                "step %d/%d loss %.4f adv %.4f clip %.2f",
+                s,
+                n,
+                m["loss"],
+                m["adv_mean"],
+                m["clip_fraction"],
+            ),
+        )
+    except NothingToTrain as exc:
+        log.info("%s", exc)
+        return
+    except TrainingError as exc:
+        log.error("training failed: %s", exc)
+        sys.exit(1)
+    print(json.dumps(summary))
+
+
+if __name__ == "__main__":
+    main()

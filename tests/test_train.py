@@ -1,0 +1,235 @@
+"""Real training runs on the fixture models: what changes, what is written, what is refused."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from clawd import record, train
+from clawd.chattemplate import ChatTemplate
+from clawd.config import Settings
+from clawd.store import Store
+from tests.test_export import llama_logprobs
+
+QUESTION = "What is the capital of France?"
+LONG = (
+    "The capital of France is Paris. It is known for the Eiffel Tower, the Louvre, and "
+    "its many cafes along the Seine."
+)
+
+
+def tokenize(gguf: Path, text: str) -> list[int]:
+    from llama_cpp import Llama
+
+    llm = Llama(str(gguf), vocab_only=True, verbose=False)
+    return llm.tokenize(text.encode(), add_bos=False, special=True)
+
+
+def add_sample(
+    store: Store,
+    gguf: Path,
+    *,
+    answer: str = LONG,
+    hint: str | None,
+    reward: float,
+    kind: str,
+    question: str = QUESTION,
+) -> int:
+    messages = [{"role": "user", "content": f"{question}"}]
+    prompt = tokenize(gguf, ChatTemplate.from_gguf(gguf).render(messages))
+    response = tokenize(gguf, answer)
+    ctx = record.begin(store, messages, f"c{time.time_ns()}", True)
+    tid = record.record_turn(
+        store,
+        ctx,
+        response_text=answer,
+        model="m",
+        prompt_token_ids=prompt,
+        response_token_ids=response,
+    )
+    return (
+        store.db["samples"]
+        .insert(
+            {
+                "turn_id": tid,
+                "kind": kind,
+                "prompt_token_ids": json.dumps(prompt),
+                "response_token_ids": json.dumps(response),
+                "hint": hint,
+                "reward": reward,
+                "status": "approved",
+                "created_at": time.time(),
+            }
+        )
+        .last_pk
+    )
+
+
+def settings_for(gguf: Path) -> Settings:
+    return Settings(model=str(gguf), n_ctx=1024)
+
+
+@pytest.fixture(autouse=True)
+def shared_torch_cache(home: Path, torch_cache: Path) -> None:
+    """Convert each GGUF to torch once per session, not once per test."""
+    home.mkdir(parents=True, exist_ok=True)
+    (torch_cache / "cache").mkdir(exist_ok=True)
+    (home / "cache").symlink_to(torch_cache / "cache")
+
+
+def small(**kw: object) -> train.TrainConfig:
+    return train.TrainConfig(
+        **{"epochs": 2, "batch_size": 2, "lr": 1e-3, "max_seq_len": 1024, **kw}
+    )
+
+
+def test_a_run_writes_a_candidate_and_marks_samples_used(any_gguf: Path, home: Path) -> None:
+    with Store.open(home) as store:
+        ids = [
+            add_sample(store, any_gguf, hint="Answer in one word only.", reward=-1, kind="opd+rl"),
+            add_sample(store, any_gguf, hint=None, reward=1, kind="rl", answer="Paris."),
+            add_sample(store, any_gguf, hint="Be brief.", reward=0, kind="opd"),
+        ]
+    seen: list[int] = []
+    summary = train.run(
+        home, settings_for(any_gguf), cfg=small(), progress=lambda step, total, m: seen.append(step)
+    )
+    assert summary["steps"] == 4 and seen == [1, 2, 3, 4]
+    folder = Path(summary["path"])
+    for name in (
+        "adapter.gguf",
+        "peft/adapter_model.safetensors",
+        "manifest.json",
+        "report.json",
+        "report.png",
+    ):
+        assert (folder / name).exists(), name
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["status"] == "candidate" and sorted(manifest["samples"]) == sorted(ids)
+    report = json.loads((folder / "report.json").read_text())
+    assert {"loss", "adv_mean", "adv_opd", "adv_rl", "clip_fraction", "kl", "tokens"} <= set(
+        report["steps"][0]
+    )
+    hinted = next(s for s in report["samples"] if s["hint"])
+    assert len(hinted["tokens"]) == len(hinted["opd_advantage"]) > 5
+    with Store.open(home) as store:
+        run = store.db["training_runs"].get(summary["run_id"])
+        assert run["status"] == "succeeded" and run["adapter_version"] == summary["version"]
+        assert store.db["training_steps"].count == 4
+        assert {r["status"] for r in store.db["samples"].rows} == {"used"}
+        assert store.db["adapters"].get(summary["version"])["status"] == "candidate"
+    with pytest.raises(train.NothingToTrain):  # the samples are used up
+        train.run(home, settings_for(any_gguf), cfg=small())
+
+
+def test_lora_weights_change_and_base_weights_do_not(
+    any_gguf: Path, torch_cache: Path, home: Path
+) -> None:
+    from clawd import torchmodel
+    from clawd.batches import build_examples
+
+    base, tok = torchmodel.load(any_gguf, torch_cache)
+    cfg = small(rank=16, alpha=32)
+    model = train._peft_model(base, cfg, None)
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    with Store.open(home) as store:
+        add_sample(store, any_gguf, hint="Answer in one word only.", reward=-1, kind="opd+rl")
+        rows = list(
+            store.db.query(
+                "SELECT x.*, t.prompt_messages, t.params FROM samples x "
+                "JOIN turns t ON t.id = x.turn_id"
+            )
+        )
+    examples, _ = build_examples(rows, tok, ChatTemplate.from_gguf(any_gguf), cfg)
+    train.score_examples(model, examples, cfg)
+    train.train_steps(model, examples, cfg, lambda m: None)
+    changed = {n for n, p in model.named_parameters() if not torch.equal(p, before[n])}
+    lora = {n for n in before if "lora_" in n}
+    assert changed and changed <= lora  # only adapter weights moved
+    assert any("lora_B" in n for n in changed)  # B starts at zero: the adapter now acts
+
+
+def test_exported_adapter_loads_in_llama_cpp_and_agrees_with_torch(
+    any_gguf: Path, home: Path
+) -> None:
+    from peft import PeftModel
+
+    from clawd import torchmodel
+
+    with Store.open(home) as store:
+        for _ in range(2):
+            add_sample(store, any_gguf, hint="Answer in one word only.", reward=-1, kind="opd+rl")
+    summary = train.run(home, settings_for(any_gguf), cfg=small(epochs=4, lr=3e-3))
+    folder = Path(summary["path"])
+    base, tok = torchmodel.load(any_gguf, home)
+    peft = PeftModel.from_pretrained(base, folder / "peft")
+    ids = tok(f"{QUESTION} {LONG}")["input_ids"]
+
+    def torch_lp(with_adapter: bool) -> np.ndarray:
+        with torch.no_grad():
+            if with_adapter:
+                logits = peft(torch.tensor([ids])).logits[0]
+            else:
+                with peft.disable_adapter():
+                    logits = peft(torch.tensor([ids])).logits[0]
+        lp = torch.log_softmax(logits.float(), -1)
+        return lp[torch.arange(len(ids) - 1), torch.tensor(ids[1:])].numpy()
+
+    torch_delta = torch_lp(True) - torch_lp(False)
+    llama_delta = llama_logprobs(any_gguf, ids, folder / "adapter.gguf") - llama_logprobs(
+        any_gguf, ids, None
+    )
+    assert np.abs(torch_delta).mean() > 0.05
+    assert np.corrcoef(torch_delta, llama_delta)[0, 1] >= 0.95
+
+
+def test_a_hint_to_answer_in_one_word_lowers_the_long_continuation(
+    smollm2_gguf: Path, home: Path
+) -> None:
+    """A small real learning check on SmolLM2, measured in llama.cpp with the exported adapter."""
+    with Store.open(home) as store:
+        add_sample(store, smollm2_gguf, hint="Answer in one word only.", reward=-1, kind="opd+rl")
+    summary = train.run(
+        home,
+        settings_for(smollm2_gguf),
+        cfg=small(epochs=4, batch_size=1, lr=1e-3, hint_placement="system"),
+    )
+    prompt = tokenize(
+        smollm2_gguf,
+        ChatTemplate.from_gguf(smollm2_gguf).render([{"role": "user", "content": QUESTION}]),
+    )
+    head = tokenize(smollm2_gguf, "The capital of France is Paris.")
+    rest = tokenize(smollm2_gguf, LONG)[len(head) :]
+    ids = prompt + head + rest
+    cont = slice(len(prompt) + len(head) - 1, len(ids) - 1)  # log-probs of the continuation
+    adapter = Path(summary["path"]) / "adapter.gguf"
+    with_adapter = llama_logprobs(smollm2_gguf, ids, adapter)[cont].sum()
+    without = llama_logprobs(smollm2_gguf, ids, None)[cont].sum()
+    assert with_adapter < without - 1.0, (with_adapter, without)
+
+
+def test_a_non_finite_loss_is_recorded_and_writes_no_adapter(any_gguf: Path, home: Path) -> None:
+    with Store.open(home) as store:
+        add_sample(store, any_gguf, hint=None, reward=1, kind="rl")
+        # A corrupt reward beyond float32's range makes the loss infinite.
+        add_sample(store, any_gguf, hint=None, reward=1e39, kind="rl")
+    with pytest.raises(train.TrainingError, match="non-finite"):
+        train.run(home, settings_for(any_gguf), cfg=small())
+    with Store.open(home) as store:
+        run = next(store.db["training_runs"].rows)
+        assert run["status"] == "failed" and "non-finite" in run["reason"]
+        assert store.db["adapters"].count == 0
+        assert {r["status"] for r in store.db["samples"].rows} == {"approved"}  # not used up
+    assert [p.name for p in (home / "adapters").iterdir()] == []
+
+
+def test_bad_settings_are_refused() -> None:
+    with pytest.raises(ValueError, match="lr"):
+        train.TrainConfig(lr=5.0)
+    with pytest.raises(ValueError, match="hint_placement"):
+        train.TrainConfig(hint_placement="nowhere")
