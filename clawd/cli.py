@@ -10,6 +10,9 @@ Run alone::
 
 from __future__ import annotations
 
+import contextlib
+import os
+
 import typer
 from rich.console import Console
 from rich.table import Table
@@ -278,6 +281,64 @@ def signals_approve(signal_id: int = typer.Argument(..., help="The signal id."))
 def signals_veto(signal_id: int = typer.Argument(..., help="The signal id.")) -> None:
     """Never train on this signal's sample."""
     _set_status(signal_id, "vetoed")
+
+
+@app.command("train")
+def train_cmd(
+    now: bool = typer.Option(False, "--now", help="Train on the approved samples right now."),
+) -> None:
+    """Show recent training runs, or with --now run one here with a progress bar."""
+    import json
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from clawd import train
+
+    home = clawd_home()
+    if not now:
+        with _store() as store:
+            runs = list(store.db["training_runs"].rows_where(order_by="id desc", limit=10))
+            waiting = store.db["samples"].count_where("status = 'approved'")
+        table = Table("run", "status", "samples", "adapter", "reason", box=None)
+        for r in runs:
+            table.add_row(
+                str(r["id"]),
+                r["status"],
+                str(r["n_samples"]),
+                r["adapter_version"] or "-",
+                (r["reason"] or "")[:60],
+            )
+        out.print(table if runs else "no training runs yet")
+        settings = load_settings(home)
+        out.print(
+            f"{waiting} approved samples wait; nightly run at {settings.train_at} "
+            "while `clawd serve` runs; `clawd train --now` trains immediately"
+        )
+        return
+    with contextlib.suppress(OSError):
+        os.nice(10)
+    columns = (
+        TextColumn("[bold]training"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[info]}"),
+    )
+    with Progress(*columns, console=err, transient=False) as bar:
+        task = bar.add_task("train", total=None, info="loading the model")
+
+        def progress(step: int, total: int, m: dict) -> None:
+            info = f"loss {m['loss']:+.4f}  adv {m['adv_mean']:+.3f}  clip {m['clip_fraction']:.2f}"
+            bar.update(task, completed=step, total=total, info=info)
+
+        try:
+            summary = train.run(home, progress=progress, trigger="cli")
+        except train.NothingToTrain as exc:
+            out.print(f"{exc}: reply to a few answers first (see `clawd signals list`)")
+            return
+        except (train.TrainingError, ModelError, ConfigError) as exc:
+            raise fail(f"training failed: {exc}") from None
+    out.print(json.dumps(summary, indent=2), highlight=False)
+    out.print(f"candidate adapter {summary['version']} written to {summary['path']}")
 
 
 def main() -> None:

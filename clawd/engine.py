@@ -96,6 +96,7 @@ class Engine:
         self._pending_lock = threading.Lock()
         self.idle = threading.Event()
         self.idle.set()
+        self.last_request_at = 0.0  # time.time() of the last user request
 
     # -- loading ---------------------------------------------------------------------------
     def load(self) -> None:
@@ -166,6 +167,7 @@ class Engine:
         """Queue a generation; ``done`` receives the Result (or the exception) on the worker."""
         if self._worker is None:
             raise EngineError("the engine is not loaded")
+        self.last_request_at = time.time()
         with self._pending_lock:
             self._pending += 1
             self.idle.clear()

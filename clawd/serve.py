@@ -21,11 +21,9 @@ import secrets
 import threading
 import time
 from collections.abc import AsyncIterator
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from apscheduler.schedulers.background import BackgroundScheduler
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -34,10 +32,10 @@ from starlette.exceptions import HTTPException
 from clawd import record, review
 from clawd.config import Settings, clawd_home, load_settings
 from clawd.engine import Engine, EngineError
-from clawd.judge import Judge
 from clawd.models import resolve, sha256_file
 from clawd.protocol import ConversationUpdate, FeedbackRequest, error_body
-from clawd.signaljob import SignalJob, status_dict
+from clawd.scheduler import Jobs, training_status
+from clawd.signaljob import status_dict
 from clawd.store import Store
 
 log = logging.getLogger("clawd")
@@ -86,42 +84,18 @@ class Daemon:
         self.engine = Engine(self.model_path, n_ctx=settings.n_ctx, n_threads=settings.n_threads)
         self.state, self.error = "loading", ""
         self.model_sha256 = ""
-        self.signal_job: SignalJob | None = None
-        self.scheduler: BackgroundScheduler | None = None
+        self.jobs: Jobs | None = None
 
     def start_jobs(self) -> None:
         """Background learning jobs; each has its own database connection."""
         s = self.settings
-        if s.signals_interval_s <= 0:
-            return
-        judge_name = s.judge_model or self.model_name
         judge_path = resolve(s.judge_model, self.home) if s.judge_model else self.model_path
-        judge = Judge(
-            judge_path,
-            n_ctx=s.n_ctx,
-            n_threads=s.n_threads,
-            max_tokens=s.judge_max_tokens,
-            yield_to=self.engine,
-        )
-        self.signal_job = SignalJob(Store.open(self.home), judge, s, judge_name)
-        self.scheduler = BackgroundScheduler(daemon=True)
-        self.scheduler.add_job(
-            self.signal_job.run_once,
-            "interval",
-            id="signals",
-            seconds=s.signals_interval_s,
-            max_instances=1,
-            coalesce=True,
-            next_run_time=datetime.now(),
-        )
-        self.scheduler.start()
+        self.jobs = Jobs(self.home, s, self.engine, self.model_name, self.model_path, judge_path)
+        self.jobs.start()
 
     def stop_jobs(self) -> None:
-        if self.scheduler is not None:
-            self.scheduler.shutdown(wait=True)
-        if self.signal_job is not None:
-            self.signal_job.judge.close()
-            self.signal_job.store.close()
+        if self.jobs is not None:
+            self.jobs.stop()
 
     def load(self) -> None:
         try:
@@ -233,7 +207,10 @@ def create_app(daemon: Daemon, *, load_in_background: bool = True) -> FastAPI:
             "model": daemon.model_name,
             "adapter": daemon.engine.adapter_version,
             "error": daemon.error or None,
-            "jobs": {"signals": status_dict(daemon.signal_job, daemon.store)},
+            "jobs": {
+                "signals": status_dict(daemon.jobs and daemon.jobs.signal_job, daemon.store),
+                "training": bool(daemon.jobs and daemon.jobs.training),
+            },
         }
         return JSONResponse(body, status_code=200 if daemon.state == "ok" else 503)
 
@@ -327,6 +304,29 @@ def create_app(daemon: Daemon, *, load_in_background: bool = True) -> FastAPI:
     @app.post("/v1/signals/{sid}/veto", summary="Never train on this signal's sample")
     async def veto(sid: int, d: Daemon = Depends(authorize)) -> dict:
         return await _set(sid, "vetoed", d)
+
+    @app.get("/v1/train", summary="Training runs, the latest run's steps, the schedule")
+    async def train_status(d: Daemon = Depends(authorize)) -> dict:
+        return training_status(d.store, d.jobs)
+
+    @app.post("/v1/train", summary="Start a training run now", status_code=202)
+    async def train_now(d: Daemon = Depends(authorize)) -> dict:
+        d.require_ready()
+        if d.jobs is None:
+            raise ApiError(503, "the daemon's jobs are not running", "service_unavailable")
+        if d.store.db["samples"].count_where("status = 'approved'") == 0:
+            raise ApiError(
+                409, "no approved samples to train on", "invalid_request_error", "nothing_to_train"
+            )
+        pid = d.jobs.start_training("api")
+        if pid is None:
+            raise ApiError(
+                409,
+                "a training run is already in progress",
+                "invalid_request_error",
+                "already_running",
+            )
+        return {"status": "started", "pid": pid}
 
     app.include_router(chat_router, dependencies=[Depends(authorize)])
     return app

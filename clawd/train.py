@@ -260,6 +260,7 @@ def run(
     model_name = model or settings.model
     model_path = resolve(model_name, home)
     with run_lock(home), Store.open(home) as store:
+        _clean_up_after_crashes(store, home)
         samples = list(
             store.db.query(
                 "SELECT x.*, t.prompt_messages, t.params FROM samples x JOIN turns t "
@@ -299,6 +300,18 @@ def run(
                 raise
             raise TrainingError(reason) from exc
         return summary
+
+
+def _clean_up_after_crashes(store: Store, home: Path) -> None:
+    """Under the run lock nothing else trains: a 'running' run or a temp folder is a corpse."""
+    with store.db.conn:
+        store.db.conn.execute(
+            "UPDATE training_runs SET status = 'failed', finished_at = ?, reason = "
+            "'interrupted: the trainer process died' WHERE status = 'running'",
+            (time.time(),),
+        )
+    for stale in _adapters_dir(home).glob(".tmp-*"):
+        shutil.rmtree(stale, ignore_errors=True)
 
 
 def _adapters_dir(home: Path) -> Path:

@@ -1,0 +1,160 @@
+"""Background jobs of the daemon (APScheduler): signals, and when to train.
+
+- ``signals``: every ``signals_interval_s`` seconds, turn replies into signal sets and samples
+  (``clawd.signaljob``), on a judge that yields to the user.
+- ``nightly``: at ``train_at`` local time, start a training run.
+- ``idle``: every minute, start a run early when at least ``train_min_samples`` approved samples
+  wait and nobody has sent a request for ``train_idle_minutes``.
+
+Training runs as a separate process (``python -m clawd.train``) at low priority: the daemon keeps
+serving, and survives the trainer crashing. Its output goes to ``CLAWD_HOME/logs/``.
+
+Not meant to run alone: ``clawd serve`` starts it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from apscheduler.schedulers.background import BackgroundScheduler
+
+from clawd.config import Settings
+from clawd.engine import Engine
+from clawd.judge import Judge
+from clawd.signaljob import SignalJob
+from clawd.store import Store
+
+log = logging.getLogger("clawd.jobs")
+
+
+class Jobs:
+    def __init__(
+        self,
+        home: Path,
+        settings: Settings,
+        engine: Engine,
+        model: str,
+        model_path: Path,
+        judge_path: Path,
+    ) -> None:
+        self.home, self.settings, self.engine = home, settings, engine
+        self.model, self.model_path, self.judge_path = model, model_path, judge_path
+        self.signal_job: SignalJob | None = None
+        self.scheduler = BackgroundScheduler(daemon=True)
+        self.trainer: subprocess.Popen | None = None
+        self._store: Store | None = None
+
+    def start(self) -> None:
+        s = self.settings
+        if s.signals_interval_s > 0:
+            judge = Judge(
+                self.judge_path,
+                n_ctx=s.n_ctx,
+                n_threads=s.n_threads,
+                max_tokens=s.judge_max_tokens,
+                yield_to=self.engine,
+            )
+            self.signal_job = SignalJob(
+                Store.open(self.home), judge, s, s.judge_model or self.model
+            )
+            self.scheduler.add_job(
+                self.signal_job.run_once,
+                "interval",
+                id="signals",
+                seconds=s.signals_interval_s,
+                max_instances=1,
+                coalesce=True,
+                next_run_time=datetime.now(),
+            )
+        hour, minute = (int(x) for x in s.train_at.split(":"))
+        self.scheduler.add_job(
+            self.start_training,
+            "cron",
+            id="nightly",
+            hour=hour,
+            minute=minute,
+            args=["nightly"],
+            max_instances=1,
+            coalesce=True,
+        )
+        self.scheduler.add_job(
+            self._train_if_idle, "interval", id="idle", minutes=1, max_instances=1, coalesce=True
+        )
+        self.scheduler.start()
+
+    def stop(self) -> None:
+        if self.scheduler.running:
+            self.scheduler.shutdown(wait=True)
+        if self.signal_job is not None:
+            self.signal_job.judge.close()
+            self.signal_job.store.close()
+        if self._store is not None:
+            self._store.close()
+
+    @property
+    def training(self) -> bool:
+        return self.trainer is not None and self.trainer.poll() is None
+
+    def start_training(self, trigger: str) -> int | None:
+        """Start a training run in its own process; returns its pid (None if one runs)."""
+        if self.training:
+            return None
+        logs = self.home / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        out = open(logs / f"train-{time.strftime('%Y%m%d-%H%M%S')}.log", "wb")
+        env = {**os.environ, "CLAWD_HOME": str(self.home), "CLAWD_MODEL": str(self.model_path)}
+        self.trainer = subprocess.Popen(
+            [sys.executable, "-m", "clawd.train", trigger],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            preexec_fn=lambda: os.nice(10),
+        )
+        out.close()
+        log.info("training started (%s), pid %d", trigger, self.trainer.pid)
+        return self.trainer.pid
+
+    def _train_if_idle(self) -> None:
+        s = self.settings
+        if self.training or time.time() - self.engine.last_request_at < s.train_idle_minutes * 60:
+            return
+        if self._store is None:
+            self._store = Store.open(self.home)
+        waiting = self._store.db["samples"].count_where("status = 'approved'")
+        if waiting >= s.train_min_samples:
+            self.start_training("idle")
+
+    def next_runs(self) -> dict[str, str | None]:
+        out: dict[str, str | None] = {}
+        for job in self.scheduler.get_jobs():
+            when = getattr(job, "next_run_time", None)
+            out[job.id] = when.isoformat() if when else None
+        return out
+
+
+def training_status(store: Store, jobs: Jobs | None) -> dict[str, Any]:
+    runs = list(store.db["training_runs"].rows_where(order_by="id desc", limit=20))
+    latest = runs[0]["id"] if runs else None
+    steps = (
+        [
+            {"step": r["step"], **json.loads(r["metrics"])}
+            for r in store.db["training_steps"].rows_where("run_id = ?", [latest], order_by="step")
+        ]
+        if latest
+        else []
+    )
+    return {
+        "running": bool(jobs and jobs.training),
+        "runs": runs,
+        "latest_steps": steps,
+        "approved_samples": store.db["samples"].count_where("status = 'approved'"),
+        "next_runs": jobs.next_runs() if jobs else {},
+    }

@@ -1,0 +1,81 @@
+"""Training from the daemon: REST-triggered runs in their own process, crashes contained."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.daemon import start_daemon
+from tests.test_signals_daemon import converse, signal_of, wait_for
+
+
+@pytest.fixture
+def daemon(tiny_qwen3_gguf: Path, tmp_path: Path):
+    d = start_daemon(
+        tiny_qwen3_gguf,
+        tmp_path / "home",
+        settings={"CLAWD_SIGNALS_INTERVAL_S": "1", "CLAWD_JUDGE_MAX_TOKENS": "8"},
+    )
+    yield d
+    d.stop()
+
+
+def approved_sample(c: httpx.Client) -> None:
+    turn = converse(c, "Name a color.", "ok")
+    assert (
+        c.post(
+            "/v1/feedback", json={"id": turn, "rating": -1, "comment": "Answer in one word."}
+        ).status_code
+        == 200
+    )
+    wait_for(lambda: (signal_of(c, turn) or {}).get("sample"))
+
+
+def test_train_through_rest_makes_a_candidate(daemon) -> None:
+    with daemon.client() as c:
+        r = c.post("/v1/train")
+        assert r.status_code == 409 and r.json()["error"]["code"] == "nothing_to_train"
+        approved_sample(c)
+        r = c.post("/v1/train")
+        assert r.status_code == 202, r.text
+        assert c.post("/v1/train").status_code == 409  # one run at a time
+        done = wait_for(
+            lambda: next(
+                (run for run in c.get("/v1/train").json()["runs"] if run["status"] != "running"),
+                None,
+            ),
+            timeout=240,
+        )
+        assert done["status"] == "succeeded", done
+        status = c.get("/v1/train").json()
+        assert status["latest_steps"] and "loss" in status["latest_steps"][0]
+        assert "nightly" in status["next_runs"]
+    assert (daemon.home / "adapters" / done["adapter_version"] / "adapter.gguf").exists()
+
+
+def test_the_daemon_survives_a_trainer_crash(daemon) -> None:
+    with daemon.client() as c:
+        approved_sample(c)
+        pid = c.post("/v1/train").json()["pid"]
+        wait_for(lambda: c.get("/v1/train").json()["runs"], timeout=120, every=0.1)
+        os.kill(pid, signal.SIGKILL)
+        wait_for(lambda: not httpx.get(f"{daemon.url}/health").json()["jobs"]["training"])
+        assert httpx.get(f"{daemon.url}/health").status_code == 200
+        r = c.post(
+            "/v1/chat/completions",
+            json={"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2},
+        )
+        assert r.status_code == 200
+        # The next run finds the dead one, records why it ended, and trains.
+        assert c.post("/v1/train").status_code == 202
+        wait_for(
+            lambda: any(run["status"] == "succeeded" for run in c.get("/v1/train").json()["runs"]),
+            timeout=240,
+        )
+        statuses = {run["status"]: run for run in c.get("/v1/train").json()["runs"]}
+    assert "interrupted" in statuses["failed"]["reason"]
+    assert not list((daemon.home / "adapters").glob(".tmp-*"))
