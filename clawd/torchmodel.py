@@ -100,13 +100,15 @@ def token_logprobs(
         (B, length) log p(token_t | tokens before t); positions past a row's end are garbage
         and must be masked by the caller.
     """
-    logits = model(input_ids=input_ids, attention_mask=attention_mask).logits  # (B, L, V)
+    # Run the decoder, then the LM head only where a response token is predicted: the head
+    # (vocab x hidden) costs as much as a small model's whole body per position.
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    hidden = base.model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
     positions = start[:, None] + torch.arange(length, device=input_ids.device)[None, :]  # (B, T)
     positions = positions.clamp(max=input_ids.shape[1] - 1)
     prev = (positions - 1).clamp(min=0)
-    step_logits = torch.gather(
-        logits, 1, prev[:, :, None].expand(-1, -1, logits.shape[-1])
-    ).float()  # (B, T, V)
+    h = torch.gather(hidden, 1, prev[:, :, None].expand(-1, -1, hidden.shape[-1]))  # (B, T, H)
+    step_logits = base.lm_head(h).float()  # (B, T, V)
     targets = torch.gather(input_ids, 1, positions)  # (B, T)
     logp = torch.log_softmax(step_logits, dim=-1)
     return torch.gather(logp, 2, targets[:, :, None]).squeeze(-1)

@@ -154,15 +154,32 @@ def _logprobs(model: Any, batch: dict[str, torch.Tensor], side: str) -> torch.Te
     )
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def score_examples(model: Any, examples: list[Example], cfg: TrainConfig) -> None:
     """Fill old_lp, teacher_lp and ref_lp of each example with the pre-update weights."""
+    from clawd.torchmodel import token_logprobs
+
     model.eval()
     for i in range(0, len(examples), cfg.batch_size):
         chunk = examples[i : i + cfg.batch_size]
         batch = collate(chunk)
-        old = _logprobs(model, batch, "student")
-        teacher = _logprobs(model, batch, "teacher") if batch["has_hint"].any() else old
+        t = batch["mask"].shape[1]
+        if batch["has_hint"].any():  # student and teacher views in one forward pass
+            width = max(batch["student_ids"].shape[1], batch["teacher_ids"].shape[1])
+
+            def widen(x: torch.Tensor, width: int = width) -> torch.Tensor:
+                return torch.nn.functional.pad(x, (0, width - x.shape[1]))
+
+            both = token_logprobs(
+                model,
+                torch.cat([widen(batch["student_ids"]), widen(batch["teacher_ids"])]),
+                torch.cat([widen(batch["student_attn"]), widen(batch["teacher_attn"])]),
+                torch.cat([batch["student_start"], batch["teacher_start"]]),
+                t,
+            )
+            old, teacher = both[: len(chunk)], both[len(chunk) :]
+        else:
+            old = teacher = _logprobs(model, batch, "student")
         if cfg.kl_coef > 0:
             with model.disable_adapter():
                 ref = _logprobs(model, batch, "student")
