@@ -33,11 +33,14 @@ def plot(report: dict[str, Any], out: Path) -> Path:
     steps = report.get("steps", [])
     xs = [s["step"] for s in steps]
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.6), dpi=100)
-    ax1.plot(xs, [s["loss"] for s in steps], marker="o", label="loss")
-    ax1.plot(xs, [s["kl"] for s in steps], marker=".", label="KL to base")
+    ax1.plot(xs, [s["loss"] for s in steps], marker="o", color="C0", label="loss")
     ax1.set_xlabel("step")
-    ax1.set_title("loss")
-    ax1.legend()
+    ax1.set_ylabel("loss", color="C0")
+    ax1.set_title("loss and drift")
+    kl_to = "base" if report.get("config", {}).get("kl_coef", 0) > 0 else "pre-update weights"
+    twin = ax1.twinx()
+    twin.plot(xs, [s["kl"] for s in steps], marker=".", color="C1")
+    twin.set_ylabel(f"k3 KL to {kl_to}", color="C1")
     ax2.plot(xs, [s["adv_opd"] for s in steps], marker="o", label="OPD part")
     ax2.plot(xs, [s["adv_rl"] for s in steps], marker="s", label="RL part")
     ax2.plot(xs, [s["adv_mean"] for s in steps], marker=".", label="mean advantage")

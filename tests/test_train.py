@@ -233,3 +233,25 @@ def test_bad_settings_are_refused() -> None:
         train.TrainConfig(lr=5.0)
     with pytest.raises(ValueError, match="hint_placement"):
         train.TrainConfig(hint_placement="nowhere")
+
+
+def test_a_run_warm_starts_from_the_active_adapter(tiny_qwen3_gguf: Path, home: Path) -> None:
+    from safetensors.torch import load_file
+
+    with Store.open(home) as store:
+        add_sample(
+            store, tiny_qwen3_gguf, hint="Answer in one word only.", reward=-1, kind="opd+rl"
+        )
+    first = train.run(home, settings_for(tiny_qwen3_gguf), cfg=small(epochs=1))
+    with Store.open(home) as store:
+        store.db["adapters"].update(first["version"], {"status": "active"})
+        add_sample(store, tiny_qwen3_gguf, hint=None, reward=1, kind="rl", answer="Paris.")
+    second = train.run(home, settings_for(tiny_qwen3_gguf), cfg=small(epochs=1, lr=1e-6))
+    manifest = json.loads((Path(second["path"]) / "manifest.json").read_text())
+    assert manifest["parent"] == first["version"]
+    a = load_file(str(Path(first["path"]) / "peft" / "adapter_model.safetensors"))
+    b = load_file(str(Path(second["path"]) / "peft" / "adapter_model.safetensors"))
+    # A tiny learning rate moves the weights a little from the parent's, not from zero.
+    key = next(k for k in a if "lora_B" in k)
+    assert torch.count_nonzero(a[key]) > 0
+    assert torch.allclose(a[key], b[key], atol=1e-3) and not torch.equal(a[key], b[key])
