@@ -23,7 +23,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from clawd import torchmodel, train
+from clawd import ppo, torchmodel, train
 from clawd.batches import Example, collate
 from clawd.chattemplate import ChatTemplate, teacher_messages
 from clawd.config import clawd_home
@@ -52,24 +52,24 @@ def examples(tok, template: ChatTemplate, n: int) -> list[Example]:
 
 
 def opd_rl_update(base, cfg: train.TrainConfig, exs: list[Example]) -> float:
-    model = train._peft_model(base, cfg, None)
+    model = ppo.peft_model(base, cfg, None)
     t0 = time.perf_counter()
-    train.score_examples(model, exs, cfg)
-    train.train_steps(model, exs, cfg, lambda m: None)
+    ppo.score_examples(model, exs, cfg)
+    ppo.train_steps(model, exs, cfg, lambda m: None)
     seconds = time.perf_counter() - t0
     model.unload()
     return seconds
 
 
 def sft_update(base, cfg: train.TrainConfig, exs: list[Example]) -> float:
-    model = train._peft_model(base, cfg, None)
+    model = ppo.peft_model(base, cfg, None)
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=cfg.lr)
     t0 = time.perf_counter()
     for _ in range(cfg.epochs):
         for i in range(0, len(exs), cfg.batch_size):
             model.train()
             batch = collate(exs[i : i + cfg.batch_size])
-            lp = train._logprobs(model, batch, "student")
+            lp = ppo.logprobs(model, batch, "student")
             loss = -(lp * batch["mask"]).sum() / batch["mask"].sum()
             opt.zero_grad()
             loss.backward()

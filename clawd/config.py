@@ -117,6 +117,23 @@ class Settings(BaseSettings):
     train_idle_minutes: int = Field(
         30, ge=1, le=10080, description="How long the user must be idle for that early run."
     )
+    gate_max_kl: float = Field(
+        0.5,
+        gt=0,
+        le=100,
+        description="Promotion gate: most mean per-token KL to the base model on general "
+        "conversations (nats) a new adapter may show.",
+    )
+    auto_activate: bool = Field(
+        True, description="Hot-load a new adapter as soon as it passes the promotion gate."
+    )
+    adapters_keep: int = Field(
+        10,
+        ge=2,
+        le=1000,
+        description="Adapter versions to keep; older ones are deleted (never the active one "
+        "or its parent).",
+    )
 
     @classmethod
     def settings_customise_sources(

@@ -76,7 +76,8 @@ class _Job:
     params: GenParams
     on_delta: Callable[[Delta], None]
     cancel: threading.Event
-    done: Callable[[Result | BaseException], None]
+    done: Callable[[Any], None]
+    control: Callable[[], Any] | None = None  # runs between two requests instead of generating
 
 
 class Engine:
@@ -173,6 +174,17 @@ class Engine:
             self.idle.clear()
         self._jobs.put(_Job(prompt, params, on_delta, cancel, done))
 
+    def between_requests(self, fn: Callable[[], Any]) -> Any:
+        """Run ``fn`` on the worker after the requests queued so far, before later ones; wait."""
+        if self._worker is None:
+            raise EngineError("the engine is not loaded")
+        box: queue.Queue[Any] = queue.Queue()
+        self._jobs.put(_Job([], GenParams(), lambda d: None, threading.Event(), box.put, fn))
+        result = box.get()
+        if isinstance(result, BaseException):
+            raise result
+        return result
+
     @property
     def queued(self) -> int:
         return self._jobs.qsize()
@@ -180,17 +192,20 @@ class Engine:
     def _run(self) -> None:
         while (job := self._jobs.get()) is not None:
             try:
-                if job.cancel.is_set():
+                if job.control is not None:
+                    job.done(job.control())
+                elif job.cancel.is_set():
                     job.done(self._empty(job, "cancelled"))
                 else:
                     job.done(self._generate(job))
             except BaseException as exc:  # handed to the waiting request, never kills the worker
                 job.done(exc)
             finally:
-                with self._pending_lock:
-                    self._pending -= 1
-                    if self._pending == 0:
-                        self.idle.set()
+                if job.control is None:
+                    with self._pending_lock:
+                        self._pending -= 1
+                        if self._pending == 0:
+                            self.idle.set()
 
     def _empty(self, job: _Job, reason: str) -> Result:
         return Result(job.prompt, [], "", "", reason, 0, self.adapter_version, 0.0, 0.0)

@@ -3,6 +3,7 @@
 - ``signals``: every ``signals_interval_s`` seconds, turn replies into signal sets and samples
   (``clawd.signaljob``), on a judge that yields to the user.
 - ``nightly``: at ``train_at`` local time, start a training run.
+- ``promote``: every 5 s, hot-load the newest candidate that passed the gate (``auto_activate``).
 - ``idle``: every minute, start a run early when at least ``train_min_samples`` approved samples
   wait and nobody has sent a request for ``train_idle_minutes``.
 
@@ -44,9 +45,11 @@ class Jobs:
         model: str,
         model_path: Path,
         judge_path: Path,
+        model_sha256: str,
     ) -> None:
         self.home, self.settings, self.engine = home, settings, engine
         self.model, self.model_path, self.judge_path = model, model_path, judge_path
+        self.model_sha256 = model_sha256
         self.signal_job: SignalJob | None = None
         self.scheduler = BackgroundScheduler(daemon=True)
         self.trainer: subprocess.Popen | None = None
@@ -131,6 +134,16 @@ class Jobs:
         waiting = self._store.db["samples"].count_where("status = 'approved'")
         if waiting >= s.train_min_samples:
             self.start_training("idle")
+
+    def _promote(self) -> None:
+        from adapters.promote import promote_candidates
+
+        if self.training:
+            return
+        with Store.open(self.home) as store:
+            version = promote_candidates(self.engine, store, self.model_sha256)
+        if version:
+            log.info("promoted adapter %s: it passed the gate and now serves", version)
 
     def next_runs(self) -> dict[str, str | None]:
         out: dict[str, str | None] = {}

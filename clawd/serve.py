@@ -29,6 +29,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
+from adapters import promote
 from clawd import record, review
 from clawd.config import Settings, clawd_home, load_settings
 from clawd.engine import Engine, EngineError
@@ -90,7 +91,15 @@ class Daemon:
         """Background learning jobs; each has its own database connection."""
         s = self.settings
         judge_path = resolve(s.judge_model, self.home) if s.judge_model else self.model_path
-        self.jobs = Jobs(self.home, s, self.engine, self.model_name, self.model_path, judge_path)
+        self.jobs = Jobs(
+            self.home,
+            s,
+            self.engine,
+            self.model_name,
+            self.model_path,
+            judge_path,
+            self.model_sha256,
+        )
         self.jobs.start()
 
     def stop_jobs(self) -> None:
@@ -102,12 +111,19 @@ class Daemon:
             t0 = time.perf_counter()
             self.model_sha256 = sha256_file(self.model_path)
             self.engine.load()
-            self.state = "ok"
-            log.info("model %s loaded", self.model_name)
             with Store.open(self.home) as store:  # this thread's own connection
+                for note in promote.load_on_start(self.engine, store, self.home, self.model_sha256):
+                    log.info("%s", note)
+                    store.event("adapters", note)
                 store.event(
                     "serve", f"loaded {self.model_name}", seconds=round(time.perf_counter() - t0, 2)
                 )
+            self.state = "ok"
+            log.info(
+                "model %s loaded (adapter %s)",
+                self.model_name,
+                self.engine.adapter_version or "none",
+            )
             self.start_jobs()
         except (EngineError, OSError) as exc:
             self.state, self.error = "error", str(exc)
@@ -165,6 +181,7 @@ def _install_errors(app: FastAPI) -> None:
 
 
 def create_app(daemon: Daemon, *, load_in_background: bool = True) -> FastAPI:
+    from adapters.routes import router as adapter_router
     from clawd.chat import router as chat_router
 
     @contextlib.asynccontextmanager
@@ -329,6 +346,7 @@ def create_app(daemon: Daemon, *, load_in_background: bool = True) -> FastAPI:
         return {"status": "started", "pid": pid}
 
     app.include_router(chat_router, dependencies=[Depends(authorize)])
+    app.include_router(adapter_router, dependencies=[Depends(authorize)])
     return app
 
 

@@ -22,7 +22,6 @@ import json
 import logging
 import math
 import os
-import random
 import shutil
 import sys
 import tempfile
@@ -34,14 +33,14 @@ from typing import Any
 
 import torch
 
-from clawd.batches import Example, build_examples, collate
+from adapters import registry
+from clawd import ppo
+from clawd.batches import Example, build_examples
 from clawd.config import Settings, clawd_home, load_settings
-from clawd.losses import clipped_policy_loss, k3_kl, token_advantages
 from clawd.models import resolve, sha256_file
 from clawd.store import Store
 
 log = logging.getLogger("clawd.train")
-TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 Progress = Callable[[int, int, dict[str, float]], None]
 
 
@@ -72,6 +71,7 @@ class TrainConfig:
     grad_clip: float = 1.0
     threads: int = 0
     seed: int = 0
+    gate_max_kl: float = 0.5
 
     def __post_init__(self) -> None:
         checks = {
@@ -99,6 +99,7 @@ class TrainConfig:
             hint_placement=s.hint_placement,
             max_seq_len=s.n_ctx,
             threads=s.train_threads,
+            gate_max_kl=s.gate_max_kl,
         )
 
 
@@ -123,142 +124,6 @@ def _check_memory(model_path: Path) -> None:
         raise TrainingError(
             f"not enough memory: about {need / 1e9:.1f} GB needed, {have / 1e9:.1f} GB available"
         )
-
-
-def _peft_model(model: Any, cfg: TrainConfig, warm_start: Path | None) -> Any:
-    from peft import LoraConfig, PeftModel, get_peft_model
-
-    if warm_start is not None:
-        return PeftModel.from_pretrained(model, warm_start, is_trainable=True)
-    config = LoraConfig(
-        r=cfg.rank,
-        lora_alpha=cfg.alpha,
-        lora_dropout=0.0,
-        bias="none",
-        use_rslora=False,
-        target_modules=list(TARGETS),
-        task_type="CAUSAL_LM",
-    )
-    return get_peft_model(model, config)
-
-
-def _logprobs(model: Any, batch: dict[str, torch.Tensor], side: str) -> torch.Tensor:
-    from clawd.torchmodel import token_logprobs
-
-    return token_logprobs(
-        model,
-        batch[f"{side}_ids"],
-        batch[f"{side}_attn"],
-        batch[f"{side}_start"],
-        batch["mask"].shape[1],
-    )
-
-
-@torch.inference_mode()
-def score_examples(model: Any, examples: list[Example], cfg: TrainConfig) -> None:
-    """Fill old_lp, teacher_lp and ref_lp of each example with the pre-update weights."""
-    from clawd.torchmodel import token_logprobs
-
-    model.eval()
-    for i in range(0, len(examples), cfg.batch_size):
-        chunk = examples[i : i + cfg.batch_size]
-        batch = collate(chunk)
-        t = batch["mask"].shape[1]
-        if batch["has_hint"].any():  # student and teacher views in one forward pass
-            width = max(batch["student_ids"].shape[1], batch["teacher_ids"].shape[1])
-
-            def widen(x: torch.Tensor, width: int = width) -> torch.Tensor:
-                return torch.nn.functional.pad(x, (0, width - x.shape[1]))
-
-            both = token_logprobs(
-                model,
-                torch.cat([widen(batch["student_ids"]), widen(batch["teacher_ids"])]),
-                torch.cat([widen(batch["student_attn"]), widen(batch["teacher_attn"])]),
-                torch.cat([batch["student_start"], batch["teacher_start"]]),
-                t,
-            )
-            old, teacher = both[: len(chunk)], both[len(chunk) :]
-        else:
-            old = teacher = _logprobs(model, batch, "student")
-        if cfg.kl_coef > 0:
-            with model.disable_adapter():
-                ref = _logprobs(model, batch, "student")
-        else:
-            ref = old
-        for j, ex in enumerate(chunk):
-            n = len(ex.response_ids)
-            ex.old_lp, ex.ref_lp = old[j, :n].tolist(), ref[j, :n].tolist()
-            ex.teacher_lp = teacher[j, :n].tolist() if ex.hint else ex.old_lp
-
-
-def train_steps(
-    model: Any,
-    examples: list[Example],
-    cfg: TrainConfig,
-    on_step: Callable[[dict[str, float]], None],
-) -> None:
-    """PPO epochs over the scored examples; raises TrainingError on a non-finite value."""
-    params = [p for p in model.parameters() if p.requires_grad]
-    opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=0.0)
-    rng = random.Random(cfg.seed)
-    step = 0
-    normalizer = float(cfg.batch_size * cfg.norm_tokens)
-    for _ in range(cfg.epochs):
-        order = list(range(len(examples)))
-        rng.shuffle(order)
-        for i in range(0, len(order), cfg.batch_size):
-            model.train()
-            batch = collate([examples[k] for k in order[i : i + cfg.batch_size]])
-            mask = batch["mask"]
-            adv = token_advantages(
-                batch["teacher_lp"],
-                batch["old_lp"],
-                batch["reward"],
-                batch["has_hint"],
-                batch["has_reward"],
-                mask,
-                cfg.w_opd,
-                cfg.w_rl,
-            )
-            logp = _logprobs(model, batch, "student")
-            loss, metrics = clipped_policy_loss(
-                logp, batch["old_lp"], adv, mask, normalizer, cfg.eps_low, cfg.eps_high
-            )
-            kl = k3_kl(logp, batch["ref_lp"], mask, normalizer)
-            total = loss + cfg.kl_coef * kl
-            step += 1
-            if not torch.isfinite(total):
-                raise TrainingError(f"non-finite loss at step {step}")
-            opt.zero_grad()
-            total.backward()
-            grad_norm = torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
-            if not torch.isfinite(grad_norm):
-                raise TrainingError(f"non-finite gradient at step {step}")
-            opt.step()
-            n = mask.sum().clamp(min=1)
-            opd = (batch["teacher_lp"] - batch["old_lp"]) * batch["has_hint"][:, None] * mask
-            on_step(
-                {
-                    "step": step,
-                    "loss": total.item(),
-                    "policy_loss": loss.item(),
-                    "kl": kl.item(),
-                    "adv_mean": (adv.sum() / n).item(),
-                    "adv_opd": (opd.sum() / n).item(),
-                    "adv_rl": ((batch["reward"] * batch["has_reward"])[:, None] * mask).sum().item()
-                    / n.item(),
-                    "clip_fraction": metrics["clip_fraction"].item(),
-                    "grad_norm": grad_norm.item(),
-                    "tokens": int(n.item()),
-                }
-            )
-
-
-def _active_adapter(store: Store) -> tuple[str | None, Path | None]:
-    row = next(store.db["adapters"].rows_where("status = 'active'"), None)
-    if row is None:
-        return None, None
-    return row["version"], Path(row["path"]) / "peft"
 
 
 def run(
@@ -306,7 +171,8 @@ def run(
             summary = _train(store, home, model_path, samples, cfg, run_id, tmp, steps, progress)
         except BaseException as exc:
             shutil.rmtree(tmp, ignore_errors=True)
-            reason = str(exc) if isinstance(exc, TrainingError) else f"{type(exc).__name__}: {exc}"
+            known = isinstance(exc, TrainingError | ppo.NonFinite)
+            reason = str(exc) if known else f"{type(exc).__name__}: {exc}"
             if isinstance(exc, torch.OutOfMemoryError | MemoryError):
                 reason = f"out of memory: {exc}"
             store.db["training_runs"].update(
@@ -316,6 +182,7 @@ def run(
             if isinstance(exc, TrainingError):
                 raise
             raise TrainingError(reason) from exc
+        registry.retain(store, settings.adapters_keep)
         return summary
 
 
@@ -362,8 +229,10 @@ def _train(
     base, tok = torchmodel.load(
         model_path, home, device="cuda" if cuda else "cpu", qlora=cuda, digest=digest
     )
-    parent, warm = _active_adapter(store)
-    model = _peft_model(base, cfg, warm)
+    current = registry.active(store)
+    parent = current["version"] if current else None
+    warm = Path(current["path"]) / "peft" if current else None
+    model = ppo.peft_model(base, cfg, warm)
     examples, skipped = build_examples(
         samples,
         tok,
@@ -373,7 +242,10 @@ def _train(
     )
     if not examples:
         raise TrainingError(f"every sample was longer than {cfg.max_seq_len} tokens")
-    score_examples(model, examples, cfg)
+    # Every fifth sample (from five on) is held out for the promotion gate.
+    heldout = examples[4::5] if len(examples) >= 5 else []
+    examples = [e for e in examples if e not in heldout]
+    ppo.score_examples(model, examples, cfg)
     total = cfg.epochs * math.ceil(len(examples) / cfg.batch_size)
 
     def on_step(m: dict[str, float]) -> None:
@@ -389,7 +261,7 @@ def _train(
         if progress:
             progress(int(m["step"]), total, m)
 
-    train_steps(model, examples, cfg, on_step)
+    ppo.train_steps(model, examples, cfg, on_step)
     version = time.strftime("%Y%m%d-%H%M%S") + f"-r{run_id}"
     model.save_pretrained(tmp / "peft")
     export_gguf(tmp / "peft", model_path, tmp / "adapter.gguf")
@@ -404,6 +276,7 @@ def _train(
         "samples": [e.report(tok) for e in examples],
     }
     write_report(tmp, report)
+    gate = _gate(store, model_path, tmp / "adapter.gguf", heldout, tok, cfg)
     manifest = {
         "version": version,
         "parent": parent,
@@ -412,30 +285,16 @@ def _train(
         "created_at": time.time(),
         "run_id": run_id,
         "samples": [e.sample_id for e in examples],
-        "status": "candidate",
+        "heldout": [e.sample_id for e in heldout],
+        "status": "candidate" if gate["passed"] else "rejected",
+        "gate": gate,
         "metrics": {"final_loss": steps[-1]["loss"], "steps": len(steps)},
         "files": {"gguf": "adapter.gguf", "peft": "peft", "report": "report.json"},
     }
-    (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2))
-    final = _adapters_dir(home) / version
-    tmp.replace(final)  # the candidate appears whole or not at all
+    final = registry.add_candidate(
+        store, home, tmp, manifest, [e.sample_id for e in examples], [e.sample_id for e in heldout]
+    )
     with store.db.conn:
-        store.db["adapters"].insert(
-            {
-                "version": version,
-                "parent": parent,
-                "base_sha256": digest,
-                "run_id": run_id,
-                "path": str(final),
-                "status": "candidate",
-                "metrics": json.dumps(manifest["metrics"]),
-                "created_at": manifest["created_at"],
-            }
-        )
-        store.db.conn.executemany(
-            "UPDATE samples SET status = 'used', run_id = ? WHERE id = ?",
-            [(run_id, e.sample_id) for e in examples],
-        )
         store.db.conn.execute(
             "UPDATE training_runs SET status = 'succeeded', adapter_version = ?, report_path = ?,"
             " finished_at = ? WHERE id = ?",
@@ -450,7 +309,43 @@ def _train(
         "samples": len(examples),
         "skipped": skipped,
         "final_loss": steps[-1]["loss"],
+        "gate": gate,
     }
+
+
+def _gate(
+    store: Store,
+    model_path: Path,
+    candidate: Path,
+    heldout: list[Example],
+    tok: Any,
+    cfg: TrainConfig,
+) -> dict[str, Any]:
+    """Run the promotion gate against the active adapter (or the base model)."""
+    from adapters import gate
+    from clawd.chattemplate import ChatTemplate
+
+    current = registry.active(store)
+    current_gguf = Path(current["path"]) / "adapter.gguf" if current else None
+    template = ChatTemplate.from_gguf(model_path)
+
+    def tokenize(text: str) -> list[int]:
+        return tok(text, add_special_tokens=False)["input_ids"]
+
+    held = [
+        gate.HeldOut(
+            e.prompt_ids, e.teacher_prompt_ids, e.response_ids, e.reward, bool(e.hint), e.has_reward
+        )
+        for e in heldout
+    ]
+    return gate.evaluate(
+        model_path,
+        candidate,
+        current_gguf,
+        held,
+        gate.general_tokens(tokenize, template.render),
+        max_kl=cfg.gate_max_kl,
+    )
 
 
 def main() -> None:

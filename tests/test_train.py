@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from clawd import record, train
+from clawd import ppo, record, train
 from clawd.chattemplate import ChatTemplate
 from clawd.config import Settings
 from clawd.store import Store
@@ -84,7 +84,14 @@ def shared_torch_cache(home: Path, torch_cache: Path) -> None:
 
 def small(**kw: object) -> train.TrainConfig:
     return train.TrainConfig(
-        **{"epochs": 2, "batch_size": 2, "lr": 1e-3, "max_seq_len": 1024, **kw}
+        **{
+            "epochs": 2,
+            "batch_size": 2,
+            "lr": 1e-3,
+            "max_seq_len": 1024,
+            "gate_max_kl": 100.0,
+            **kw,
+        }
     )
 
 
@@ -135,7 +142,7 @@ def test_lora_weights_change_and_base_weights_do_not(
 
     base, tok = torchmodel.load(any_gguf, torch_cache)
     cfg = small(rank=16, alpha=32)
-    model = train._peft_model(base, cfg, None)
+    model = ppo.peft_model(base, cfg, None)
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
     with Store.open(home) as store:
         add_sample(store, any_gguf, hint="Answer in one word only.", reward=-1, kind="opd+rl")
@@ -146,8 +153,8 @@ def test_lora_weights_change_and_base_weights_do_not(
             )
         )
     examples, _ = build_examples(rows, tok, ChatTemplate.from_gguf(any_gguf), cfg)
-    train.score_examples(model, examples, cfg)
-    train.train_steps(model, examples, cfg, lambda m: None)
+    ppo.score_examples(model, examples, cfg)
+    ppo.train_steps(model, examples, cfg, lambda m: None)
     changed = {n for n, p in model.named_parameters() if not torch.equal(p, before[n])}
     lora = {n for n in before if "lora_" in n}
     assert changed and changed <= lora  # only adapter weights moved

@@ -1,0 +1,118 @@
+"""Adapter lifecycle in the running daemon: start-up, activation, rollback, promotion.
+
+The order is what makes a crash harmless: the new adapter is verified (checksum, base model)
+and hot-loaded into the engine first, and only then does one database transaction make it the
+active one. ``kill -9`` at any point leaves the database naming an adapter that was loadable
+before, and the next start loads that. On start, an active adapter that fails to load falls
+back to its parent, then to the base model, and the fallback is recorded.
+
+Used by ``clawd.serve``; run alone to print what would be loaded at start::
+
+    python -m adapters.promote
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from adapters import hotload, registry
+from adapters.registry import AdapterError
+from clawd.engine import Engine, EngineError
+from clawd.store import Store
+
+log = logging.getLogger("clawd.adapters")
+
+
+def activate(
+    engine: Engine, store: Store, version: str, base_sha256: str, *, force: bool = False
+) -> float:
+    """Hot-load ``version`` and make it active; returns the serving pause in ms."""
+    row = registry.get(store, version)
+    gate = row["metrics"].get("gate") or {}
+    if row["status"] == "rejected" and not force:
+        raise AdapterError(
+            f"{version} failed the promotion gate ({gate.get('checks')}); "
+            "pass force to activate it anyway"
+        )
+    gguf = registry.verify(store, version, base_sha256)
+    try:
+        pause = hotload.activate(engine, gguf, version)
+    except EngineError as exc:
+        raise AdapterError(f"{version} could not be loaded: {exc}") from exc
+    registry.set_active(store, version)
+    return pause
+
+
+def to_base(engine: Engine, store: Store) -> float:
+    pause = hotload.activate(engine, None, None)
+    registry.set_active(store, None)
+    return pause
+
+
+def rollback(engine: Engine, store: Store, base_sha256: str) -> str | None:
+    """Go back to the active adapter's parent (or the base model); returns what now serves."""
+    target = registry.rollback_target(store)
+    if target is None:
+        to_base(engine, store)
+        return None
+    activate(engine, store, target, base_sha256, force=True)
+    return target
+
+
+def load_on_start(engine: Engine, store: Store, home: Path, base_sha256: str) -> list[str]:
+    """Load the active adapter, falling back to its parent, then the base; returns notes."""
+    notes = registry.reconcile(store, home)
+    current = registry.active(store)
+    while current is not None:
+        version = current["version"]
+        try:
+            gguf = registry.verify(store, version, base_sha256)
+            hotload.activate(engine, gguf, version)
+            notes.append(f"loaded adapter {version}")
+            return notes
+        except (AdapterError, EngineError) as exc:
+            note = f"adapter {version} cannot be loaded ({exc}); falling back to " + (
+                current["parent"] or "the base model"
+            )
+            log.warning(note)
+            notes.append(note)
+            registry.reject(store, version, str(exc))
+            parent = current["parent"]
+            if parent is None:
+                break
+            try:
+                registry.set_active(store, parent)
+                current = registry.get(store, parent)
+            except AdapterError:
+                break
+    registry.set_active(store, None)
+    notes.append("serving the base model")
+    return notes
+
+
+def promote_candidates(engine: Engine, store: Store, base_sha256: str) -> str | None:
+    """Activate the newest candidate that passed the gate and is newer than the active one."""
+    current = registry.active(store)
+    newer = [
+        r
+        for r in registry.list_adapters(store)
+        if r["status"] == "candidate"
+        and (r["metrics"].get("gate") or {}).get("passed")
+        and (current is None or r["created_at"] > current["created_at"])
+    ]
+    if not newer:
+        return None
+    version = newer[0]["version"]
+    try:
+        activate(engine, store, version, base_sha256)
+    except AdapterError as exc:
+        registry.reject(store, version, str(exc))
+        return None
+    return version
+
+
+if __name__ == "__main__":
+    with Store.open() as st:
+        cur = registry.active(st)
+        print(f"active: {cur['version'] if cur else 'base model'}")

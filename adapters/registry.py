@@ -1,0 +1,265 @@
+"""The versioned adapter store: ``CLAWD_HOME/adapters/<version>/`` plus the ``adapters`` table.
+
+Each version folder holds ``adapter.gguf`` (llama.cpp), ``peft/`` (peft, vLLM),
+``manifest.json`` (version, parent, base model sha256, run, samples, metrics, gate result,
+status, file checksums) and the run's report. A folder appears by an atomic rename, whole or not
+at all. The database row is the truth about status (candidate, active, retired, rejected); the
+manifest mirrors it, rewritten atomically. At most one adapter is active. Retention keeps the
+newest N and never deletes the active adapter or its parent.
+
+No HTTP and no model here: the daemon hot-loads what this module says is active.
+
+Run alone to list the adapters::
+
+    python -m adapters.registry
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from clawd.store import Store
+
+STATUSES = ("candidate", "active", "retired", "rejected")
+
+
+class AdapterError(Exception):
+    """An adapter is unknown, damaged, for another model, or the action is not allowed."""
+
+
+def adapters_dir(home: Path) -> Path:
+    path = home / "adapters"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def write_manifest(folder: Path, manifest: dict[str, Any]) -> None:
+    tmp = folder / "manifest.json.tmp"
+    tmp.write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+    tmp.replace(folder / "manifest.json")
+
+
+def read_manifest(folder: Path) -> dict[str, Any]:
+    try:
+        return json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise AdapterError(f"{folder}: unreadable manifest ({exc})") from exc
+
+
+def add_candidate(
+    store: Store,
+    home: Path,
+    tmp: Path,
+    manifest: dict[str, Any],
+    used: list[int],
+    heldout: list[int],
+) -> Path:
+    """Publish the folder ``tmp`` as a new version and mark its samples, in one step."""
+    manifest = {
+        **manifest,
+        "status": manifest.get("status", "candidate"),
+        "checksums": {"adapter.gguf": file_sha256(tmp / "adapter.gguf")},
+    }
+    write_manifest(tmp, manifest)
+    final = adapters_dir(home) / manifest["version"]
+    tmp.replace(final)  # the version appears whole or not at all
+    run_id = manifest["run_id"]
+    with store.db.conn:
+        store.db["adapters"].insert(
+            {
+                "version": manifest["version"],
+                "parent": manifest["parent"],
+                "base_sha256": manifest["base_sha256"],
+                "run_id": run_id,
+                "path": str(final),
+                "status": manifest["status"],
+                "created_at": manifest["created_at"],
+                "metrics": json.dumps({**manifest["metrics"], "gate": manifest.get("gate")}),
+            }
+        )
+        store.db.conn.executemany(
+            "UPDATE samples SET status = 'used', run_id = ? WHERE id = ?",
+            [(run_id, i) for i in used],
+        )
+        store.db.conn.executemany(
+            "UPDATE samples SET status = 'heldout', run_id = ? WHERE id = ?",
+            [(run_id, i) for i in heldout],
+        )
+    return final
+
+
+def get(store: Store, version: str) -> dict[str, Any]:
+    row = next(store.db["adapters"].rows_where("version = ?", [version]), None)
+    if row is None:
+        raise AdapterError(f"no adapter {version!r}; see `clawd adapters list`")
+    return {**row, "metrics": json.loads(row["metrics"] or "{}")}
+
+
+def active(store: Store) -> dict[str, Any] | None:
+    row = next(store.db["adapters"].rows_where("status = 'active'"), None)
+    return get(store, row["version"]) if row else None
+
+
+def list_adapters(store: Store) -> list[dict[str, Any]]:
+    return [
+        {**r, "metrics": json.loads(r["metrics"] or "{}")}
+        for r in store.db["adapters"].rows_where(order_by="created_at desc")
+    ]
+
+
+def show(store: Store, version: str) -> dict[str, Any]:
+    """An adapter with its manifest, gate figures and the samples and hints that trained it."""
+    row = get(store, version)
+    manifest = read_manifest(Path(row["path"]))
+    samples = (
+        list(
+            store.db.query(
+                "SELECT x.id, x.kind, x.hint, x.reward, x.status, substr(t.response_text, 1, 200) "
+                "AS response FROM samples x JOIN turns t ON t.id = x.turn_id WHERE x.run_id = ? "
+                "ORDER BY x.id",
+                [row["run_id"]],
+            )
+        )
+        if row["run_id"]
+        else []
+    )
+    return {**row, "manifest": manifest, "gate": manifest.get("gate"), "samples": samples}
+
+
+def verify(store: Store, version: str, base_sha256: str) -> Path:
+    """The GGUF path of a loadable adapter for this base model; raises AdapterError."""
+    row = get(store, version)
+    folder = Path(row["path"])
+    manifest = read_manifest(folder)
+    if manifest.get("base_sha256") != base_sha256:
+        raise AdapterError(
+            f"adapter {version} was trained on another base model ({manifest.get('base_model')},"
+            f" sha256 {str(manifest.get('base_sha256'))[:12]}...); it cannot be used with this one"
+        )
+    gguf = folder / "adapter.gguf"
+    expected = manifest.get("checksums", {}).get("adapter.gguf")
+    if not gguf.exists() or (expected and file_sha256(gguf) != expected):
+        raise AdapterError(
+            f"adapter {version}: adapter.gguf is missing or damaged (checksum mismatch)"
+        )
+    return gguf
+
+
+def _set_status(store: Store, version: str, status: str) -> None:
+    row = get(store, version)
+    store.db.conn.execute("UPDATE adapters SET status = ? WHERE version = ?", (status, version))
+    folder = Path(row["path"])
+    if (folder / "manifest.json").exists():
+        write_manifest(folder, {**read_manifest(folder), "status": status})
+
+
+def set_active(store: Store, version: str | None, *, previous: str = "retired") -> None:
+    """Make ``version`` the one active adapter (None: the base model), in one transaction."""
+    with store.db.conn:
+        current = active(store)
+        if current and current["version"] != version:
+            _set_status(store, current["version"], previous)
+        if version is not None:
+            _set_status(store, version, "active")
+    store.event("adapters", f"active adapter: {version or 'base model'}", version=version)
+
+
+def rollback_target(store: Store) -> str | None:
+    """The version to roll back to: the active adapter's parent (None: the base model)."""
+    current = active(store)
+    if current is None:
+        raise AdapterError("no adapter is active: the base model is already serving")
+    return current["parent"]
+
+
+def reject(store: Store, version: str, reason: str) -> None:
+    with store.db.conn:
+        _set_status(store, version, "rejected")
+    store.event("adapters", f"adapter {version} rejected: {reason}", version=version)
+
+
+def delete(store: Store, version: str) -> None:
+    row = get(store, version)
+    current = active(store)
+    if row["status"] == "active":
+        raise AdapterError(f"{version} is active; activate another or `clawd adapters base` first")
+    if current and current["parent"] == version:
+        raise AdapterError(f"{version} is the active adapter's parent (the rollback target)")
+    with store.db.conn:
+        store.db.conn.execute("UPDATE adapters SET parent = NULL WHERE parent = ?", (version,))
+        store.db.conn.execute("DELETE FROM adapters WHERE version = ?", (version,))
+    shutil.rmtree(row["path"], ignore_errors=True)
+    store.event("adapters", f"deleted adapter {version}", version=version)
+
+
+def retain(store: Store, keep: int) -> list[str]:
+    """Delete all but the newest ``keep`` versions, sparing the active one and its parent."""
+    current = active(store)
+    spare = {current["version"], current["parent"]} if current else set()
+    removed = []
+    for row in list_adapters(store)[keep:]:
+        if row["version"] not in spare:
+            delete(store, row["version"])
+            removed.append(row["version"])
+    return removed
+
+
+def export(store: Store, version: str, fmt: str, dest: Path) -> Path:
+    """Copy the adapter out as ``gguf`` (one file) or ``peft`` (a folder)."""
+    row = get(store, version)
+    src = Path(row["path"]) / ("adapter.gguf" if fmt == "gguf" else "peft")
+    if fmt not in ("gguf", "peft"):
+        raise AdapterError("format must be gguf or peft")
+    if dest.exists() and dest.is_dir() and fmt == "gguf":
+        dest = dest / f"clawd-{version}.gguf"
+    if dest.exists():
+        raise AdapterError(f"{dest} already exists")
+    if fmt == "gguf":
+        shutil.copyfile(src, dest)
+    else:
+        shutil.copytree(src, dest)
+    return dest
+
+
+def reconcile(store: Store, home: Path) -> list[str]:
+    """After a crash: drop temp folders and rows whose folder vanished; keep one active."""
+    notes = []
+    for stale in adapters_dir(home).glob(".tmp-*"):
+        shutil.rmtree(stale, ignore_errors=True)
+        notes.append(f"removed unfinished {stale.name}")
+    with store.db.conn:
+        for row in list_adapters(store):
+            if not Path(row["path"]).exists():
+                store.db.conn.execute("DELETE FROM adapters WHERE version = ?", (row["version"],))
+                notes.append(f"forgot {row['version']}: its folder is gone")
+        actives = list(
+            store.db["adapters"].rows_where("status = 'active'", order_by="created_at desc")
+        )
+        for row in list_adapters(store):  # the database is the truth; manifests mirror it
+            folder = Path(row["path"])
+            if (folder / "manifest.json").exists():
+                manifest = read_manifest(folder)
+                if manifest.get("status") != row["status"]:
+                    write_manifest(folder, {**manifest, "status": row["status"]})
+        for extra in actives[1:]:
+            _set_status(store, extra["version"], "retired")
+            notes.append(f"retired {extra['version']}: two adapters were marked active")
+    return notes
+
+
+if __name__ == "__main__":
+    with Store.open() as st:
+        for r in list_adapters(st):
+            print(f"{r['version']:24} {r['status']:9} parent {r['parent'] or '-'}")

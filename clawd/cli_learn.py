@@ -1,0 +1,323 @@
+"""The learning commands: ``clawd signals``, ``clawd train`` and ``clawd adapters``.
+
+They read the store directly (so they work without a daemon); activation, rollback and going
+back to the base model ask the running daemon to hot-load, and only change the database when no
+daemon answers.
+
+Run alone::
+
+    python -m clawd signals --help
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from clawd.cliutil import daemon_call, err, fail, open_store, out
+from clawd.config import ConfigError, clawd_home, load_settings
+from clawd.models import ModelError
+
+signals_app = typer.Typer(
+    help="Review what clawd learned from your replies before it trains.", no_args_is_help=True
+)
+adapters_app = typer.Typer(
+    help="Inspect, activate, roll back and export the adapters clawd has learned.",
+    no_args_is_help=True,
+)
+
+
+@signals_app.command("list")
+def signals_list(
+    status: str = typer.Option(
+        None, "--status", help="Only samples in this state: pending, approved, vetoed, used."
+    ),
+    limit: int = typer.Option(30, "--limit", help="How many, newest first."),
+) -> None:
+    """List learning signals: the judge's score, the hint, and the training sample's state."""
+    from clawd.review import list_signals
+
+    if status not in (None, "pending", "approved", "vetoed", "used"):
+        raise fail("--status must be pending, approved, vetoed or used")
+    with open_store() as store:
+        rows = list_signals(store, status, limit)
+    table = Table("id", "score", "sample", "state", "hint / next message", box=None)
+    for r in rows:
+        text = r["hint"] or f"({r['next_role'] or 'feedback'}) {r['next_state'] or ''}"
+        table.add_row(
+            str(r["id"]),
+            f"{r['score']:+d}",
+            r["sample_kind"] or "-",
+            r["sample_status"] or "-",
+            text.replace("\n", " ")[:70],
+        )
+    out.print(table)
+    if not rows:
+        out.print("no signals yet: they appear after you reply to an answer")
+
+
+@signals_app.command("show")
+def signals_show(signal_id: int = typer.Argument(..., help="The signal id (see `list`).")) -> None:
+    """Show one signal: the answer, what came next, every vote's raw text, and the sample."""
+    from clawd.record import NotFound
+    from clawd.review import show_signal
+
+    with open_store() as store:
+        try:
+            s = show_signal(store, signal_id)
+        except NotFound as exc:
+            raise fail(str(exc)) from None
+    out.print(f"[bold]signal {s['id']}[/] turn {s['turn_id']}  score {s['score']:+d}")
+    out.print(f"[bold]answer:[/] {s['response']}", highlight=False)
+    out.print(f"[bold]next ({s['next_role']}):[/] {s['next_state']}", highlight=False)
+    out.print(f"[bold]hint[/] ({s['hint_source'] or 'none'}): {s['hint'] or '-'}", highlight=False)
+    for i, v in enumerate(s["votes"]):
+        out.print(
+            f"[bold]vote {i} ({v['kind']}) -> {v['score']}[/]\n{v['raw_text']}", highlight=False
+        )
+    sample = s["sample"]
+    if sample:
+        out.print(
+            f"[bold]sample:[/] {sample['kind']}, reward {sample['reward']:+.0f}, "
+            f"{len(sample['response_token_ids'])} response tokens, {sample['status']}"
+        )
+    else:
+        out.print("[bold]sample:[/] none (no hint and a neutral score)")
+
+
+def _set_status(signal_id: int, status: str) -> None:
+    from clawd.record import NotFound
+    from clawd.review import ReviewError, set_status
+
+    with open_store() as store:
+        try:
+            set_status(store, signal_id, status)
+        except (NotFound, ReviewError) as exc:
+            raise fail(str(exc)) from None
+    out.print(f"signal {signal_id}: sample {status}")
+
+
+@signals_app.command("approve")
+def signals_approve(signal_id: int = typer.Argument(..., help="The signal id.")) -> None:
+    """Let this signal's sample be used by the next training run."""
+    _set_status(signal_id, "approved")
+
+
+@signals_app.command("veto")
+def signals_veto(signal_id: int = typer.Argument(..., help="The signal id.")) -> None:
+    """Never train on this signal's sample."""
+    _set_status(signal_id, "vetoed")
+
+
+def train_cmd(
+    now: bool = typer.Option(False, "--now", help="Train on the approved samples right now."),
+) -> None:
+    """Show recent training runs, or with --now run one here with a progress bar."""
+    import json
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from clawd import train
+
+    home = clawd_home()
+    if not now:
+        with open_store() as store:
+            runs = list(store.db["training_runs"].rows_where(order_by="id desc", limit=10))
+            waiting = store.db["samples"].count_where("status = 'approved'")
+        table = Table("run", "status", "samples", "adapter", "reason", box=None)
+        for r in runs:
+            table.add_row(
+                str(r["id"]),
+                r["status"],
+                str(r["n_samples"]),
+                r["adapter_version"] or "-",
+                (r["reason"] or "")[:60],
+            )
+        out.print(table if runs else "no training runs yet")
+        settings = load_settings(home)
+        out.print(
+            f"{waiting} approved samples wait; nightly run at {settings.train_at} "
+            "while `clawd serve` runs; `clawd train --now` trains immediately"
+        )
+        return
+    with contextlib.suppress(OSError):
+        os.nice(10)
+    columns = (
+        TextColumn("[bold]training"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[info]}"),
+    )
+    with Progress(*columns, console=err, transient=False) as bar:
+        task = bar.add_task("train", total=None, info="loading the model")
+
+        def progress(step: int, total: int, m: dict) -> None:
+            info = f"loss {m['loss']:+.4f}  adv {m['adv_mean']:+.3f}  clip {m['clip_fraction']:.2f}"
+            bar.update(task, completed=step, total=total, info=info)
+
+        try:
+            summary = train.run(home, progress=progress, trigger="cli")
+        except train.NothingToTrain as exc:
+            out.print(f"{exc}: reply to a few answers first (see `clawd signals list`)")
+            return
+        except (train.TrainingError, ModelError, ConfigError) as exc:
+            raise fail(f"training failed: {exc}") from None
+    out.print(json.dumps(summary, indent=2), highlight=False)
+    out.print(f"candidate adapter {summary['version']} written to {summary['path']}")
+
+
+@adapters_app.command("list")
+def adapters_list() -> None:
+    """List adapter versions with their status and gate verdict (* = active)."""
+    from adapters import registry
+
+    with open_store() as store:
+        rows = registry.list_adapters(store)
+    table = Table("", "version", "status", "parent", "gate", "KL", "steps", box=None)
+    for r in rows:
+        gate = r["metrics"].get("gate") or {}
+        verdict = {True: "passed", False: "failed"}.get(gate.get("passed"), "-")
+        kl = f"{gate['kl_to_base']:.3f}" if "kl_to_base" in gate else "-"
+        table.add_row(
+            "*" if r["status"] == "active" else "",
+            r["version"],
+            r["status"],
+            r["parent"] or "base",
+            verdict,
+            kl,
+            str(r["metrics"].get("steps", "-")),
+        )
+    out.print(table if rows else "no adapters yet: `clawd train --now` makes one")
+
+
+@adapters_app.command("show")
+def adapters_show(version: str = typer.Argument(..., help="The adapter version.")) -> None:
+    """Show an adapter: its manifest, the gate's figures, and the samples and hints behind it."""
+    from adapters import registry
+
+    with open_store() as store:
+        try:
+            a = registry.show(store, version)
+        except registry.AdapterError as exc:
+            raise fail(str(exc)) from None
+    m = a["manifest"]
+    out.print(
+        f"[bold]{version}[/] {a['status']}  parent {a['parent'] or 'base'}  "
+        f"run {a['run_id']}  base {m.get('base_model')}",
+        highlight=False,
+    )
+    gate = a["gate"] or {}
+    if gate:
+        out.print(
+            f"[bold]gate:[/] {'passed' if gate['passed'] else 'FAILED'} {gate['checks']}",
+            highlight=False,
+        )
+        out.print(
+            f"  before {gate['before']}  after {gate['after']}  "
+            f"KL to base {gate['kl_to_base']:.4f} (limit {gate['max_kl']})",
+            highlight=False,
+        )
+    for s in a["samples"]:
+        out.print(
+            f"  sample {s['id']} {s['kind']:7} reward {s['reward']:+.0f} {s['status']:8}"
+            f" hint: {s['hint'] or '-'}",
+            highlight=False,
+        )
+    out.print(f"files: {a['path']}", highlight=False)
+
+
+def _switch(path: str, body: dict | None, offline: Callable[[], str]) -> None:
+    answer = daemon_call("POST", path, body)
+    if answer is not None:
+        pause = answer.get("pause_ms")
+        extra = f" (serving paused {pause:.1f} ms)" if pause is not None else ""
+        out.print(f"now serving: {answer.get('active') or 'the base model'}{extra}")
+    else:
+        out.print(f"{offline()} (the daemon is not running: it loads this at its next start)")
+
+
+@adapters_app.command("activate")
+def adapters_activate(
+    version: str = typer.Argument(..., help="The adapter version."),
+    force: bool = typer.Option(False, "--force", help="Activate even if the gate rejected it."),
+) -> None:
+    """Serve this adapter now (hot-loaded into the running daemon, no restart)."""
+    from adapters import registry
+
+    def offline() -> str:
+        with open_store() as store:
+            try:
+                row = registry.get(store, version)
+            except registry.AdapterError as exc:
+                raise fail(str(exc)) from None
+            if row["status"] == "rejected" and not force:
+                raise fail(f"{version} failed the promotion gate; add --force to use it")
+            registry.set_active(store, version)
+        return f"active: {version}"
+
+    _switch(f"/v1/adapters/{version}/activate", {"force": force}, offline)
+
+
+@adapters_app.command("rollback")
+def adapters_rollback() -> None:
+    """Go back to the active adapter's parent (or the base model)."""
+    from adapters import registry
+
+    def offline() -> str:
+        with open_store() as store:
+            try:
+                target = registry.rollback_target(store)
+            except registry.AdapterError as exc:
+                raise fail(str(exc)) from None
+            registry.set_active(store, target)
+        return f"active: {target or 'the base model'}"
+
+    _switch("/v1/adapters/rollback", None, offline)
+
+
+@adapters_app.command("base")
+def adapters_base() -> None:
+    """Serve the base model without any adapter (adapters are kept)."""
+    from adapters import registry
+
+    def offline() -> str:
+        with open_store() as store:
+            registry.set_active(store, None)
+        return "active: the base model"
+
+    _switch("/v1/adapters/base", None, offline)
+
+
+@adapters_app.command("delete")
+def adapters_delete(version: str = typer.Argument(..., help="The adapter version.")) -> None:
+    """Delete an adapter version (not the active one, nor its parent)."""
+    from adapters import registry
+
+    with open_store() as store:
+        try:
+            registry.delete(store, version)
+        except registry.AdapterError as exc:
+            raise fail(str(exc)) from None
+    out.print(f"deleted {version}")
+
+
+@adapters_app.command("export")
+def adapters_export(
+    version: str = typer.Argument(..., help="The adapter version."),
+    fmt: str = typer.Option("gguf", "--format", help="gguf (llama.cpp) or peft (peft, vLLM)."),
+    dest: Path = typer.Option(Path("."), "--out", help="Target file or folder."),
+) -> None:
+    """Copy an adapter out of CLAWD_HOME for use elsewhere."""
+    from adapters import registry
+
+    with open_store() as store:
+        try:
+            path = registry.export(store, version, fmt, dest)
+        except registry.AdapterError as exc:
+            raise fail(str(exc)) from None
+    out.print(str(path), highlight=False)
