@@ -180,7 +180,7 @@ def rollback_target(store: Store) -> str | None:
     """The version to roll back to: the active adapter's parent (None: the base model)."""
     current = active(store)
     if current is None:
-        raise AdapterError("no adapter is active: the base model is already serving")
+        raise AdapterError("nothing to roll back: the base model is already serving")
     return current["parent"]
 
 

@@ -91,6 +91,10 @@ class Jobs:
         self.scheduler.add_job(
             self._train_if_idle, "interval", id="idle", minutes=1, max_instances=1, coalesce=True
         )
+        if s.auto_activate:
+            self.scheduler.add_job(
+                self._promote, "interval", id="promote", seconds=5, max_instances=1, coalesce=True
+            )
         self.scheduler.start()
 
     def stop(self) -> None:

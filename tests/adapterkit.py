@@ -1,0 +1,93 @@
+"""Real GGUF LoRA adapters for tests and benches, registered in a CLAWD_HOME without training.
+
+A PEFT LoRA with random weights (scale chosen by the caller) is exported with the product's
+exporter and published through the product's registry, so everything downstream (verify,
+hot-load, gate, rollback) runs on real files.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from adapters import registry
+from adapters.export import export_gguf
+from clawd import torchmodel
+from clawd.models import sha256_file
+from clawd.store import Store
+
+
+def make_adapter(gguf: Path, torch_home: Path, out: Path, *, seed: int, scale: float) -> Path:
+    """Export a random LoRA (r 8 on all projections) for ``gguf`` into ``out``/adapter.gguf."""
+    from peft import LoraConfig, get_peft_model
+
+    model, _ = torchmodel.load(gguf, torch_home)
+    config = LoraConfig(
+        r=8,
+        lora_alpha=16,
+        lora_dropout=0.0,
+        use_rslora=False,
+        target_modules=[
+            "q_proj",
+            "k_proj",
+            "v_proj",
+            "o_proj",
+            "gate_proj",
+            "up_proj",
+            "down_proj",
+        ],
+    )
+    peft = get_peft_model(model, config)
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in peft.named_parameters():
+            if "lora_" in name:
+                p.copy_(torch.randn(p.shape, generator=gen) * scale)
+    out.mkdir(parents=True, exist_ok=True)
+    peft.save_pretrained(out / "peft")
+    export_gguf(out / "peft", gguf, out / "adapter.gguf")
+    return out / "adapter.gguf"
+
+
+def register(
+    home: Path,
+    gguf: Path,
+    torch_home: Path,
+    version: str,
+    *,
+    seed: int,
+    scale: float = 0.05,
+    parent: str | None = None,
+    gate: dict[str, Any] | None = None,
+    base_sha256: str | None = None,
+) -> str:
+    """Publish a random adapter as ``version`` (status from the gate: candidate or rejected)."""
+    gate = gate if gate is not None else {"passed": True, "checks": {}, "kl_to_base": 0.0}
+    root = registry.adapters_dir(home)
+    tmp = Path(tempfile.mkdtemp(dir=root, prefix=".tmp-"))
+    make_adapter(gguf, torch_home, tmp, seed=seed, scale=scale)
+    with Store.open(home) as store:
+        run_id = (
+            store.db["training_runs"]
+            .insert({"status": "succeeded", "started_at": time.time()})
+            .last_pk
+        )
+        manifest = {
+            "version": version,
+            "parent": parent,
+            "base_model": gguf.name,
+            "base_sha256": base_sha256 or sha256_file(gguf),
+            "created_at": time.time(),
+            "run_id": run_id,
+            "samples": [],
+            "heldout": [],
+            "status": "candidate" if gate.get("passed") else "rejected",
+            "gate": gate,
+            "metrics": {"steps": 0},
+        }
+        registry.add_candidate(store, home, tmp, manifest, [], [])
+    return version

@@ -1,0 +1,227 @@
+"""Adapter lifecycle on both fixture models: activate, roll back, gate, refusals, crashes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from adapters import gate, registry
+from clawd.store import Store
+from tests.adapterkit import make_adapter, register
+from tests.daemon import RunningDaemon, start_daemon
+
+Q = [{"role": "user", "content": "Tell me something about the sea."}]
+NO_AUTO = {"CLAWD_AUTO_ACTIVATE": "false"}
+
+
+def ask(c: httpx.Client) -> tuple[str, str | None]:
+    r = c.post("/v1/chat/completions", json={"messages": Q, "max_tokens": 12, "temperature": 0})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    return body["choices"][0]["message"]["content"], body["clawd"]["adapter_version"]
+
+
+@pytest.fixture(scope="module")
+def lineage(any_gguf: Path, torch_cache: Path, tmp_path_factory: pytest.TempPathFactory):
+    """A CLAWD_HOME with adapters a (parent) -> b, and a rejected c."""
+    home = tmp_path_factory.mktemp("adapters-home")
+    register(home, any_gguf, torch_cache, "a", seed=1)
+    register(home, any_gguf, torch_cache, "b", seed=2, parent="a")
+    register(
+        home,
+        any_gguf,
+        torch_cache,
+        "c",
+        seed=3,
+        parent="b",
+        gate={"passed": False, "checks": {"drift_under_limit": False}, "kl_to_base": 9.9},
+    )
+    return home
+
+
+@pytest.fixture(scope="module")
+def daemon(any_gguf: Path, lineage: Path):
+    d = start_daemon(any_gguf, lineage, settings=NO_AUTO)
+    yield d
+    d.stop()
+
+
+def cli(d: RunningDaemon, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "CLAWD_HOME": str(d.home), "CLAWD_PORT": d.url.rsplit(":", 1)[1]}
+    return subprocess.run(
+        [sys.executable, "-m", "clawd", "adapters", *args], env=env, capture_output=True, text=True
+    )
+
+
+def test_activate_and_roll_back_through_rest_and_cli(daemon: RunningDaemon) -> None:
+    with daemon.client() as c:
+        base_text, version = ask(c)
+        assert version is None
+        r = c.post("/v1/adapters/a/activate")
+        assert r.status_code == 200 and r.json()["pause_ms"] < 1000
+        a_text, version = ask(c)
+        assert version == "a" and a_text != base_text
+        out = cli(daemon, "activate", "b")
+        assert out.returncode == 0 and "now serving: b" in out.stdout, out.stderr
+        b_text, version = ask(c)
+        assert version == "b" and b_text != a_text
+        assert httpx.get(f"{daemon.url}/health").json()["adapter"] == "b"
+        listed = c.get("/v1/adapters").json()
+        assert listed["active"] == "b"
+        assert {r["version"]: r["status"] for r in listed["data"]}["a"] == "retired"
+        out = cli(daemon, "rollback")
+        assert out.returncode == 0 and "now serving: a" in out.stdout, out.stderr
+        assert ask(c) == (a_text, "a")  # the same words as before, at temperature 0
+        assert c.post("/v1/adapters/rollback").json()["active"] is None  # a has no parent
+        assert ask(c) == (base_text, None)
+        assert c.post("/v1/adapters/rollback").status_code == 409  # nothing left to undo
+        c.post("/v1/adapters/b/activate")
+        assert cli(daemon, "base").returncode == 0
+        assert ask(c) == (base_text, None)
+        shown = c.get("/v1/adapters/b").json()
+        assert shown["manifest"]["parent"] == "a" and shown["gate"]["passed"] is True
+
+
+def test_a_rejected_candidate_needs_force(daemon: RunningDaemon) -> None:
+    with daemon.client() as c:
+        r = c.post("/v1/adapters/c/activate")
+        assert r.status_code == 409 and "promotion gate" in r.json()["error"]["message"]
+        assert c.post("/v1/adapters/c/activate", json={"force": True}).status_code == 200
+        assert ask(c)[1] == "c"
+        assert c.post("/v1/adapters/nope/activate").status_code == 404
+        assert c.delete("/v1/adapters/c").status_code == 409  # active
+        c.post("/v1/adapters/base")
+
+
+def test_an_adapter_for_another_base_model_is_refused(
+    daemon: RunningDaemon, lineage: Path, any_gguf: Path, torch_cache: Path
+) -> None:
+    register(lineage, any_gguf, torch_cache, "foreign", seed=4, base_sha256="0" * 64)
+    with daemon.client() as c:
+        r = c.post("/v1/adapters/foreign/activate")
+        assert r.status_code == 409 and "another base model" in r.json()["error"]["message"]
+        assert ask(c)[1] is None
+
+
+def test_export_and_delete_from_the_cli(daemon: RunningDaemon, tmp_path: Path) -> None:
+    out = cli(daemon, "export", "a", "--format", "gguf", "--out", str(tmp_path / "a.gguf"))
+    assert out.returncode == 0 and (tmp_path / "a.gguf").stat().st_size > 0
+    out = cli(daemon, "export", "a", "--format", "peft", "--out", str(tmp_path / "peft"))
+    assert (tmp_path / "peft" / "adapter_config.json").exists()
+    assert cli(daemon, "list").returncode == 0
+    assert "gate: passed" in cli(daemon, "show", "b").stdout
+
+
+def test_the_gate_accepts_a_gentle_adapter_and_rejects_a_drifting_one(
+    any_gguf: Path, torch_cache: Path, tmp_path: Path
+) -> None:
+    from llama_cpp import Llama
+
+    from clawd.chattemplate import ChatTemplate
+
+    vocab = Llama(str(any_gguf), vocab_only=True, verbose=False)
+
+    def tokenize(text: str) -> list[int]:
+        return vocab.tokenize(text.encode(), add_bos=False, special=True)
+
+    general = gate.general_tokens(tokenize, ChatTemplate.from_gguf(any_gguf).render)
+    prompt = tokenize(ChatTemplate.from_gguf(any_gguf).render(Q))
+    held = [gate.HeldOut(prompt, prompt, tokenize("The sea is big."), -1.0, True, True)]
+    gentle = make_adapter(any_gguf, torch_cache, tmp_path / "g", seed=5, scale=0.004)
+    wild = make_adapter(any_gguf, torch_cache, tmp_path / "w", seed=6, scale=0.3)
+    ok = gate.evaluate(any_gguf, gentle, None, held, general, max_kl=0.5)
+    assert ok["checks"]["drift_under_limit"] and ok["kl_to_base"] < 0.5
+    assert ok["before"]["reward_logprob"] is not None and ok["after"]["opd_gap"] is not None
+    bad = gate.evaluate(any_gguf, wild, None, held, general, max_kl=0.5)
+    assert bad["passed"] is False and bad["checks"]["drift_under_limit"] is False
+
+
+def test_a_corrupt_active_adapter_falls_back_to_its_parent(
+    any_gguf: Path, torch_cache: Path, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    register(home, any_gguf, torch_cache, "p", seed=7)
+    register(home, any_gguf, torch_cache, "k", seed=8, parent="p")
+    with Store.open(home) as store:
+        registry.set_active(store, "k")
+    with open(home / "adapters" / "k" / "adapter.gguf", "r+b") as fh:
+        fh.seek(-64, 2)
+        fh.write(b"\0" * 64)
+    d = start_daemon(any_gguf, home, settings=NO_AUTO)
+    try:
+        assert httpx.get(f"{d.url}/health").json()["adapter"] == "p"
+        with d.client() as c:
+            assert ask(c)[1] == "p"
+    finally:
+        d.stop()
+    with Store.open(home) as store:
+        assert registry.get(store, "k")["status"] == "rejected"
+        notes = [e["message"] for e in store.events(kind="adapters")]
+        assert any("falling back to p" in n for n in notes)
+
+
+def test_kill_9_during_activations_leaves_a_loadable_active_adapter(
+    any_gguf: Path, torch_cache: Path, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    for i, v in enumerate(["x", "y"]):
+        register(home, any_gguf, torch_cache, v, seed=20 + i)
+    d = start_daemon(any_gguf, home, settings=NO_AUTO)
+    stop = threading.Event()
+
+    def flip() -> None:
+        with d.client() as c:
+            i = 0
+            while not stop.is_set():
+                try:
+                    c.post(f"/v1/adapters/{'xy'[i % 2]}/activate")
+                except httpx.HTTPError:
+                    return
+                i += 1
+
+    flipper = threading.Thread(target=flip)
+    flipper.start()
+    time.sleep(1.5)
+    os.kill(d.proc.pid, signal.SIGKILL)
+    d.proc.wait()
+    stop.set()
+    flipper.join()
+    with Store.open(home) as store:
+        actives = [r["version"] for r in registry.list_adapters(store) if r["status"] == "active"]
+    assert len(actives) <= 1
+    d = start_daemon(any_gguf, home, settings=NO_AUTO)
+    try:
+        served = httpx.get(f"{d.url}/health").json()["adapter"]
+        assert served == (actives[0] if actives else None)
+        with d.client() as c:
+            assert ask(c)[1] == served
+    finally:
+        d.stop()
+    for v in ("x", "y"):
+        manifest = json.loads((home / "adapters" / v / "manifest.json").read_text())
+        with Store.open(home) as store:
+            assert manifest["status"] == registry.get(store, v)["status"]
+
+
+def test_a_passing_candidate_is_promoted_automatically(
+    any_gguf: Path, torch_cache: Path, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    d = start_daemon(any_gguf, home)
+    try:
+        register(home, any_gguf, torch_cache, "fresh", seed=30)
+        deadline = time.monotonic() + 30
+        while httpx.get(f"{d.url}/health").json()["adapter"] != "fresh":
+            assert time.monotonic() < deadline, "not promoted within 30 s"
+            time.sleep(0.5)
+    finally:
+        d.stop()
