@@ -37,7 +37,19 @@ def adapters_dir(home: Path) -> Path:
     return path
 
 
+_VERIFIED: dict[tuple[str, int, int], str] = {}  # (path, size, mtime_ns) -> sha256
+
+
 def file_sha256(path: Path) -> str:
+    """sha256 of a file; remembered while its size and mtime stay the same."""
+    st = path.stat()
+    key = (str(path), st.st_size, st.st_mtime_ns)
+    if key not in _VERIFIED:
+        _VERIFIED[key] = _hash(path)
+    return _VERIFIED[key]
+
+
+def _hash(path: Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as fh:
         while block := fh.read(1 << 20):

@@ -57,6 +57,16 @@ def _usage(result: Result) -> dict[str, Any]:
     }
 
 
+def _clawd_extra(conversation_id: str, result: Result) -> dict[str, Any]:
+    """clawd's own fields on a response: where it was stored and what produced it."""
+    return {
+        "conversation_id": conversation_id,
+        "adapter_version": result.adapter_version,
+        "ttft_ms": round(result.ttft_ms, 2),
+        "total_ms": round(result.total_ms, 2),
+    }
+
+
 def _api_error(status: int, message: str, code: str, param: str | None = None) -> Exception:
     from clawd.serve import ApiError
 
@@ -173,10 +183,7 @@ async def chat_completions(body: CreateChatCompletionRequest, request: Request) 
                     }
                 ],
                 "usage": _usage(result),
-                "clawd": {
-                    "conversation_id": ctx.conversation_id,
-                    "adapter_version": result.adapter_version,
-                },
+                "clawd": _clawd_extra(ctx.conversation_id, result),
             },
             headers=headers,
         )
@@ -219,10 +226,7 @@ async def chat_completions(body: CreateChatCompletionRequest, request: Request) 
             yield chunk(
                 {},
                 result.finish_reason,
-                clawd={
-                    "conversation_id": ctx.conversation_id,
-                    "adapter_version": result.adapter_version,
-                },
+                clawd=_clawd_extra(ctx.conversation_id, result),
             )
             if include_usage:
                 data = {

@@ -1,8 +1,10 @@
 """The engine: one llama.cpp model, its chat template, and a fair one-at-a-time request queue.
 
 llama.cpp contexts are not thread-safe, so every generation runs on a single worker thread that
-takes jobs in arrival order (first come, first served). A job streams ``Delta`` events back
-through a callback and can be cancelled between two tokens (a client that hangs up). The KV
+takes requests in arrival order (first come, first served); control jobs such as an adapter
+switch go ahead of waiting requests, right after the one in flight. A job streams ``Delta``
+events back through a callback and can be cancelled between two tokens (a client that hangs
+up). The KV
 cache is reused when a prompt extends the previous one; how much was reused is reported as
 ``cached_tokens``. Every result names the adapter that produced it (``None``: the base model).
 
@@ -13,6 +15,7 @@ Run alone to answer one question on the default model::
 
 from __future__ import annotations
 
+import itertools
 import queue
 import random
 import sys
@@ -89,7 +92,10 @@ class Engine:
         self.n_threads = n_threads or None
         self.adapter_version: str | None = None
         self.llm: Any = None
-        self._jobs: queue.Queue[_Job | None] = queue.Queue()
+        # (priority, arrival, job): control jobs (adapter switches) go before waiting requests,
+        # requests among themselves first come, first served.
+        self._jobs: queue.PriorityQueue[tuple[int, int, _Job | None]] = queue.PriorityQueue()
+        self._arrivals = itertools.count()
         self._worker: threading.Thread | None = None
         # Set while no user request is queued or running: background work (the judge) waits
         # on it between tokens, so the user never waits behind it.
@@ -130,7 +136,7 @@ class Engine:
 
     def close(self) -> None:
         if self._worker:
-            self._jobs.put(None)
+            self._jobs.put((0, next(self._arrivals), None))
             self._worker.join(timeout=30)
             self._worker = None
         if self.llm is not None:
@@ -172,14 +178,15 @@ class Engine:
         with self._pending_lock:
             self._pending += 1
             self.idle.clear()
-        self._jobs.put(_Job(prompt, params, on_delta, cancel, done))
+        self._jobs.put((1, next(self._arrivals), _Job(prompt, params, on_delta, cancel, done)))
 
     def between_requests(self, fn: Callable[[], Any]) -> Any:
-        """Run ``fn`` on the worker after the requests queued so far, before later ones; wait."""
+        """Run ``fn`` on the worker as soon as the request in flight (if any) is done; wait."""
         if self._worker is None:
             raise EngineError("the engine is not loaded")
         box: queue.Queue[Any] = queue.Queue()
-        self._jobs.put(_Job([], GenParams(), lambda d: None, threading.Event(), box.put, fn))
+        job = _Job([], GenParams(), lambda d: None, threading.Event(), box.put, fn)
+        self._jobs.put((0, next(self._arrivals), job))
         result = box.get()
         if isinstance(result, BaseException):
             raise result
@@ -190,7 +197,7 @@ class Engine:
         return self._jobs.qsize()
 
     def _run(self) -> None:
-        while (job := self._jobs.get()) is not None:
+        while (job := self._jobs.get()[2]) is not None:
             try:
                 if job.control is not None:
                     job.done(job.control())
