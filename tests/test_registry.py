@@ -1,0 +1,81 @@
+"""The adapter store without a daemon: retention, refusals, crash clean-up, export."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from adapters import registry
+from clawd.models import sha256_file
+from clawd.store import Store
+from tests.adapterkit import register
+
+
+@pytest.fixture
+def store(home: Path):
+    with Store.open(home) as s:
+        yield s
+
+
+def test_retention_spares_the_active_adapter_and_its_parent(
+    home: Path, store: Store, tiny_qwen3_gguf: Path, torch_cache: Path
+) -> None:
+    for i, (v, parent) in enumerate([("v1", None), ("v2", "v1"), ("v3", "v2"), ("v4", "v3")]):
+        register(home, tiny_qwen3_gguf, torch_cache, v, seed=i, parent=parent)
+    registry.set_active(store, "v2")
+    removed = registry.retain(store, keep=1)
+    assert sorted(removed) == ["v3"]  # v4 is the newest; v2 is active; v1 is its parent
+    assert {r["version"] for r in registry.list_adapters(store)} == {"v1", "v2", "v4"}
+    assert not (home / "adapters" / "v3").exists()
+    with pytest.raises(registry.AdapterError, match="is active"):
+        registry.delete(store, "v2")
+    with pytest.raises(registry.AdapterError, match="parent"):
+        registry.delete(store, "v1")
+
+
+def test_verify_refuses_damage_and_other_base_models(
+    home: Path, store: Store, tiny_qwen3_gguf: Path, torch_cache: Path
+) -> None:
+    register(home, tiny_qwen3_gguf, torch_cache, "ok", seed=1)
+    sha = sha256_file(tiny_qwen3_gguf)
+    assert registry.verify(store, "ok", sha).name == "adapter.gguf"
+    with pytest.raises(registry.AdapterError, match="another base model"):
+        registry.verify(store, "ok", "f" * 64)
+    (home / "adapters" / "ok" / "adapter.gguf").write_bytes(b"GGUF broken")
+    with pytest.raises(registry.AdapterError, match="damaged"):
+        registry.verify(store, "ok", sha)
+    with pytest.raises(registry.AdapterError, match="no adapter 'nope'"):
+        registry.verify(store, "nope", sha)
+
+
+def test_reconcile_after_a_crash(
+    home: Path, store: Store, tiny_qwen3_gguf: Path, torch_cache: Path
+) -> None:
+    register(home, tiny_qwen3_gguf, torch_cache, "a", seed=1)
+    register(home, tiny_qwen3_gguf, torch_cache, "b", seed=2)
+    (home / "adapters" / ".tmp-halfwritten").mkdir()
+    with store.db.conn:  # what a crash between two writes could leave
+        store.db.conn.execute("UPDATE adapters SET status = 'active'")
+    manifest = json.loads((home / "adapters" / "a" / "manifest.json").read_text())
+    assert manifest["status"] == "candidate"
+    notes = registry.reconcile(store, home)
+    assert any("unfinished" in n for n in notes) and any("two adapters" in n for n in notes)
+    assert [r["status"] for r in registry.list_adapters(store)].count("active") == 1
+    for v in ("a", "b"):
+        on_disk = json.loads((home / "adapters" / v / "manifest.json").read_text())["status"]
+        assert on_disk == registry.get(store, v)["status"]
+    assert not (home / "adapters" / ".tmp-halfwritten").exists()
+
+
+def test_export_both_formats(
+    home: Path, store: Store, tiny_qwen3_gguf: Path, torch_cache: Path, tmp_path: Path
+) -> None:
+    register(home, tiny_qwen3_gguf, torch_cache, "e", seed=1)
+    gguf = registry.export(store, "e", "gguf", tmp_path)
+    assert gguf.name == "clawd-e.gguf" and gguf.read_bytes()[:4] == b"GGUF"
+    peft = registry.export(store, "e", "peft", tmp_path / "peft")
+    assert (peft / "adapter_model.safetensors").exists()
+    with pytest.raises(registry.AdapterError, match="already exists"):
+        registry.export(store, "e", "gguf", gguf)
