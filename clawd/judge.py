@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from clawd.engine import Engine, EngineError
-from clawd.signals import BOXED_RE, hint_messages, judge_messages, parse_boxed
+from clawd.signals import hint_messages, judge_messages, parse_boxed
 
 PROMPT_BATCH = 8  # tokens evaluated between two checks for a waiting user
 
@@ -125,31 +125,34 @@ class Judge:
     def _render(self, messages: list[dict[str, str]]) -> str:
         return self.engine.render(messages)
 
+    def _scored(self, head: str, allowed: tuple[int, ...], temperature: float, seed: int) -> str:
+        """Free reasoning that ends in ``\\boxed{score}``, the score forced if need be."""
+        text = self._complete(
+            self.engine.tokenize(head),
+            temperature=temperature,
+            seed=seed,
+            max_tokens=self.max_tokens,
+            stop="}",
+        )
+        if parse_boxed(text, allowed=allowed) is not None:
+            return text
+        forced = text.split("\\boxed", 1)[0].rstrip() + "\n\\boxed{"
+        choices = " | ".join(f'"{v}"' for v in allowed)
+        return forced + self._complete(
+            self.engine.tokenize(head + forced),
+            temperature=temperature,
+            seed=seed,
+            max_tokens=4,
+            grammar=f'root ::= ({choices}) "}}"',
+        )
+
     def vote(
         self, response: str, role: str, next_state: str, *, temperature: float, seed: int
     ) -> str:
         """One evaluative vote: the raw text, ending in a score."""
         with self._lock:
             head = self._render(judge_messages(response, role, next_state))
-            text = self._complete(
-                self.engine.tokenize(head),
-                temperature=temperature,
-                seed=seed,
-                max_tokens=self.max_tokens,
-                stop="}",
-            )
-            if BOXED_RE.search(text) and parse_boxed(text) is not None:
-                return text
-            reasoning = text.split("\\boxed", 1)[0].rstrip()
-            forced = f"{reasoning}\n\\boxed{{"
-            tail = self._complete(
-                self.engine.tokenize(head + forced),
-                temperature=temperature,
-                seed=seed,
-                max_tokens=4,
-                grammar='root ::= ("1" | "-1" | "0") "}"',
-            )
-            return forced + tail
+            return self._scored(head, (1, -1, 0), temperature, seed)
 
     def hint(
         self, response: str, role: str, next_state: str, *, temperature: float, seed: int
@@ -157,22 +160,7 @@ class Judge:
         """One hint-extractor output: ``\\boxed{1}`` plus a hint, or ``\\boxed{-1}``."""
         with self._lock:
             head = self._render(hint_messages(response, role, next_state))
-            text = self._complete(
-                self.engine.tokenize(head),
-                temperature=temperature,
-                seed=seed,
-                max_tokens=self.max_tokens,
-                stop="}",
-            )
-            if parse_boxed(text, allowed=(1, -1)) is None:
-                text = text.split("\\boxed", 1)[0].rstrip() + "\n\\boxed{"
-                text += self._complete(
-                    self.engine.tokenize(head + text),
-                    temperature=temperature,
-                    seed=seed,
-                    max_tokens=4,
-                    grammar='root ::= ("1" | "-1") "}"',
-                )
+            text = self._scored(head, (1, -1), temperature, seed)
             if parse_boxed(text, allowed=(1, -1)) != 1:
                 return text
             text += "\n[HINT_START]"

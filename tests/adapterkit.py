@@ -21,11 +21,11 @@ from clawd.models import sha256_file
 from clawd.store import Store
 
 
-def make_adapter(gguf: Path, torch_home: Path, out: Path, *, seed: int, scale: float) -> Path:
-    """Export a random LoRA (r 8 on all projections) for ``gguf`` into ``out``/adapter.gguf."""
+def random_lora(gguf: Path, torch_home: Path, *, seed: int, scale: float) -> tuple[Any, Any]:
+    """(peft model, tokenizer): a LoRA (r 8, all projections) with random A and B weights."""
     from peft import LoraConfig, get_peft_model
 
-    model, _ = torchmodel.load(gguf, torch_home)
+    model, tok = torchmodel.load(gguf, torch_home)
     config = LoraConfig(
         r=8,
         lora_alpha=16,
@@ -47,6 +47,12 @@ def make_adapter(gguf: Path, torch_home: Path, out: Path, *, seed: int, scale: f
         for name, p in peft.named_parameters():
             if "lora_" in name:
                 p.copy_(torch.randn(p.shape, generator=gen) * scale)
+    return peft, tok
+
+
+def make_adapter(gguf: Path, torch_home: Path, out: Path, *, seed: int, scale: float) -> Path:
+    """Export a random LoRA for ``gguf`` into ``out``/adapter.gguf (and ``out``/peft)."""
+    peft, _ = random_lora(gguf, torch_home, seed=seed, scale=scale)
     out.mkdir(parents=True, exist_ok=True)
     peft.save_pretrained(out / "peft")
     export_gguf(out / "peft", gguf, out / "adapter.gguf")

@@ -9,37 +9,14 @@ import pytest
 import torch
 
 from adapters.export import ExportError, export_gguf, permute_rows
-from clawd import torchmodel
+from tests.adapterkit import random_lora
 
 TEXT = "The quick brown fox jumps over the lazy dog. Paris is the capital of France, and"
 
 
 def lora_model(gguf: Path, home: Path, seed: int = 0, scale: float = 0.05):
-    from peft import LoraConfig, get_peft_model
-
-    model, tok = torchmodel.load(gguf, home)
-    config = LoraConfig(
-        r=8,
-        lora_alpha=16,
-        lora_dropout=0.0,
-        use_rslora=False,
-        target_modules=[
-            "q_proj",
-            "k_proj",
-            "v_proj",
-            "o_proj",
-            "gate_proj",
-            "up_proj",
-            "down_proj",
-        ],
-    )
-    peft = get_peft_model(model, config)
-    gen = torch.Generator().manual_seed(seed)
-    with torch.no_grad():  # a strong, random adapter: its effect must dwarf quantization noise
-        for name, p in peft.named_parameters():
-            if "lora_" in name:
-                p.copy_(torch.randn(p.shape, generator=gen) * scale)
-    return peft, tok
+    """A strong, random adapter: its effect must dwarf quantization noise."""
+    return random_lora(gguf, home, seed=seed, scale=scale)
 
 
 def torch_logprobs(model, ids: list[int]) -> np.ndarray:
