@@ -180,16 +180,14 @@ def _install_errors(app: FastAPI) -> None:
         return JSONResponse(error_body(f"internal error: {exc}", "server_error"), 500)
 
 
-def create_app(daemon: Daemon, *, load_in_background: bool = True) -> FastAPI:
+def create_app(daemon: Daemon) -> FastAPI:
     from adapters.routes import router as adapter_router
     from clawd.chat import router as chat_router
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        if load_in_background:
-            threading.Thread(target=daemon.load, name="clawd-load", daemon=True).start()
-        else:
-            daemon.load()
+        # Load in the background: /health answers 503 "loading" meanwhile.
+        threading.Thread(target=daemon.load, name="clawd-load", daemon=True).start()
         yield
         daemon.stop_jobs()
         daemon.engine.close()

@@ -1,12 +1,14 @@
 """The trainer: hindsight OPD + binary RL on a LoRA adapter, exported for llama.cpp.
 
-One run: take the approved samples, load the served GGUF into torch (cached, see
-``torchmodel``), put a LoRA on every projection (warm-started from the active adapter), compute
+One run: take the approved samples (every fifth, from five on, is held out for the promotion
+gate), load the served GGUF into torch (cached, see ``torchmodel``), put a LoRA on every
+projection (warm-started from the active adapter; ``clawd.ppo``), compute
 ``old_lp`` (plain context) and ``teacher_lp`` (the hint in context) with the pre-update weights,
 ``A_t = w_opd (teacher_lp - old_lp) + w_rl r``, and take PPO steps on the clipped loss with a
 constant normaliser (``clawd.losses``). The result is written as a PEFT folder plus a GGUF LoRA
-into a temporary folder and renamed to ``CLAWD_HOME/adapters/<version>/`` with status
-``candidate``; only then are the samples marked used. A non-finite loss or gradient, too little
+into a temporary folder, judged by the gate (``adapters.gate``), and renamed to
+``CLAWD_HOME/adapters/<version>/`` as a ``candidate`` (or ``rejected``, kept for inspection);
+only then are the samples marked used. A non-finite loss or gradient, too little
 memory, or any error fails the run with its reason recorded and writes no adapter.
 
 Run alone (what ``clawd train --now`` and the daemon's nightly job run)::
@@ -165,7 +167,7 @@ def run(
             )
             .last_pk
         )
-        tmp = Path(tempfile.mkdtemp(dir=_adapters_dir(home), prefix=".tmp-"))
+        tmp = Path(tempfile.mkdtemp(dir=registry.adapters_dir(home), prefix=".tmp-"))
         steps: list[dict[str, float]] = []
         try:
             summary = _train(store, home, model_path, samples, cfg, run_id, tmp, steps, progress)
@@ -194,14 +196,8 @@ def _clean_up_after_crashes(store: Store, home: Path) -> None:
             "'interrupted: the trainer process died' WHERE status = 'running'",
             (time.time(),),
         )
-    for stale in _adapters_dir(home).glob(".tmp-*"):
+    for stale in registry.adapters_dir(home).glob(".tmp-*"):
         shutil.rmtree(stale, ignore_errors=True)
-
-
-def _adapters_dir(home: Path) -> Path:
-    path = home / "adapters"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
 
 
 def _train(
