@@ -156,8 +156,9 @@ async def chat_completions(body: CreateChatCompletionRequest, request: Request) 
     if not body.stream:
         watcher = asyncio.create_task(_watch_disconnect(request, cancel))
         try:
-            while not isinstance(item := await events.get(), _Done):
-                pass
+            item = await events.get()
+            while not isinstance(item, _Done):  # deltas are not needed: wait for the result
+                item = await events.get()
         finally:
             watcher.cancel()
             cancel.set()  # a no-op when finished; stops the worker if this task was cancelled

@@ -47,11 +47,11 @@ Progress = Callable[[int, int, dict[str, float]], None]
 
 
 class TrainingError(Exception):
-    """The run was aborted; ``reason`` says why in words."""
+    """The run was aborted; the message says why in words (it is also recorded)."""
 
 
 class NothingToTrain(TrainingError):
-    pass
+    """No approved sample waits: not a failure, nothing is recorded."""
 
 
 @dataclass
