@@ -153,6 +153,10 @@ def _install_errors(app: FastAPI) -> None:
     async def api_error(_: Request, exc: ApiError) -> JSONResponse:
         return JSONResponse(exc.body, status_code=exc.status)
 
+    @app.exception_handler(record.NotFound)
+    async def not_found(_: Request, exc: record.NotFound) -> JSONResponse:
+        return JSONResponse(error_body(str(exc), "not_found_error", "unknown_id"), 404)
+
     @app.exception_handler(RequestValidationError)
     async def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
         err = exc.errors()[0]
@@ -257,27 +261,18 @@ def create_app(daemon: Daemon) -> FastAPI:
 
     @app.get("/v1/conversations/{cid}", summary="A conversation with its turns")
     async def conversation(cid: str, d: Daemon = Depends(authorize)) -> dict:
-        try:
-            return record.get_conversation(d.store, cid)
-        except record.NotFound as exc:
-            raise ApiError(404, str(exc), "not_found_error", "unknown_id") from None
+        return record.get_conversation(d.store, cid)
 
     @app.patch("/v1/conversations/{cid}", summary="Rename, or switch learning off or on")
     async def patch_conversation(
         cid: str, body: ConversationUpdate, d: Daemon = Depends(authorize)
     ) -> dict:
-        try:
-            record.update_conversation(d.store, cid, learn=body.learn, title=body.title)
-            return record.get_conversation(d.store, cid)
-        except record.NotFound as exc:
-            raise ApiError(404, str(exc), "not_found_error", "unknown_id") from None
+        record.update_conversation(d.store, cid, learn=body.learn, title=body.title)
+        return record.get_conversation(d.store, cid)
 
     @app.delete("/v1/conversations/{cid}", summary="Forget a conversation")
     async def delete(cid: str, d: Daemon = Depends(authorize)) -> dict:
-        try:
-            record.delete_conversation(d.store, cid)
-        except record.NotFound as exc:
-            raise ApiError(404, str(exc), "not_found_error", "unknown_id") from None
+        record.delete_conversation(d.store, cid)
         d.store.event("forget", f"deleted conversation {cid}")
         return {"id": cid, "object": "conversation.deleted", "deleted": True}
 
@@ -299,16 +294,11 @@ def create_app(daemon: Daemon) -> FastAPI:
 
     @app.get("/v1/signals/{sid}", summary="A signal with its votes and sample")
     async def signal(sid: int, d: Daemon = Depends(authorize)) -> dict:
-        try:
-            return review.show_signal(d.store, sid)
-        except record.NotFound as exc:
-            raise ApiError(404, str(exc), "not_found_error", "unknown_id") from None
+        return review.show_signal(d.store, sid)
 
     async def _set(sid: int, status: str, d: Daemon) -> dict:
         try:
             return review.set_status(d.store, sid, status)
-        except record.NotFound as exc:
-            raise ApiError(404, str(exc), "not_found_error", "unknown_id") from None
         except review.ReviewError as exc:
             raise ApiError(409, str(exc), "invalid_request_error", "not_applicable") from None
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -76,12 +77,10 @@ def start_daemon(
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"daemon exited with {proc.returncode}: {log.read_text()}")
-        try:
+        with contextlib.suppress(httpx.HTTPError):  # not listening yet
             if httpx.get(f"{url}/health", timeout=2).status_code == 200:
                 token = (home / "token").read_text().strip()
                 return RunningDaemon(url, token, home, proc, log)
-        except httpx.HTTPError:
-            pass
         time.sleep(0.2)
     proc.kill()
     raise RuntimeError(f"daemon not healthy after {timeout}s: {log.read_text()}")
