@@ -150,6 +150,17 @@ def show(store: Store, version: str) -> dict[str, Any]:
     return {**row, "manifest": manifest, "gate": manifest.get("gate"), "samples": samples}
 
 
+def report(store: Store, version: str) -> dict[str, Any]:
+    """The training report (report.json) of an adapter: steps, and per-sample OPD advantages."""
+    path = Path(get(store, version)["path"]) / "report.json"
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise AdapterError(
+            f"no adapter report for {version!r} ({path}: {exc}); it was not made by a training run"
+        ) from None
+
+
 def verify(store: Store, version: str, base_sha256: str) -> Path:
     """The GGUF path of a loadable adapter for this base model; raises AdapterError."""
     row = get(store, version)

@@ -70,6 +70,15 @@ async def show(version: str, request: Request) -> dict:
         raise _error(exc) from None
 
 
+@router.get("/v1/adapters/{version}/report", summary="The training report: steps and why-view")
+async def report(version: str, request: Request) -> dict:
+    """The run's report.json: every step's metrics and, per sample, tokens and OPD advantage."""
+    try:
+        return registry.report(request.app.state.daemon.store, version)
+    except AdapterError as exc:
+        raise _error(exc) from None
+
+
 @router.post("/v1/adapters/rollback", summary="Go back to the active adapter's parent")
 async def rollback(request: Request) -> dict:
     def fn(d: Any, store: Store) -> dict:

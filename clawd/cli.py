@@ -147,6 +147,22 @@ def serve(
         raise fail(str(exc)) from None
 
 
+@app.command("chat")
+def chat(
+    url: str = typer.Option(
+        None, "--url", help="Connect to this daemon (default: the local one, started if needed)."
+    ),
+) -> None:
+    """Open the TUI: chat, review what clawd learns, and manage its adapters."""
+    from ui.app import run
+    from ui.launch import LaunchError
+
+    try:
+        run(url)
+    except (LaunchError, ConfigError, OSError) as exc:
+        raise fail(str(exc)) from None
+
+
 @app.command("token")
 def token() -> None:
     """Print the API token that clients send as 'Authorization: Bearer <token>'."""

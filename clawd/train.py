@@ -245,6 +245,7 @@ def _train(
     total = cfg.epochs * math.ceil(len(examples) / cfg.batch_size)
 
     def on_step(m: dict[str, float]) -> None:
+        m = {**m, "total_steps": total}  # lets a progress bar know how far the run is
         steps.append(m)
         store.db["training_steps"].insert(
             {

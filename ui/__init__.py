@@ -1,1 +1,1 @@
-"""The Textual app (``clawd chat``). It talks to the daemon over the REST API only."""
+"""The Textual TUI of clawd: chat, learning review and adapters, over the daemon's REST API."""

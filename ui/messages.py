@@ -1,0 +1,163 @@
+"""The pieces of a chat: one message (streamed markdown, folded thinking, adapter label, rating),
+the composer (Enter sends, Shift+Enter or Ctrl+J adds a line), and Markdown export.
+
+Not run alone; ``ui.chat`` puts them together.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual import events
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.message import Message
+from textual.widgets import Collapsible, Markdown, Static, TextArea
+from textual.widgets._markdown import MarkdownStream
+
+
+class MessageView(Vertical, can_focus=True):
+    """A user or assistant message. Assistant messages take feedback when focused."""
+
+    BINDINGS = [
+        Binding("plus,equals_sign", "rate(1)", "Good"),
+        Binding("minus", "rate(-1)", "Bad"),
+        Binding("c", "comment", "Comment"),
+    ]
+
+    class Rate(Message):
+        """The user rated this message (``rating`` +1/-1, ``comment`` None for a plain thumb)."""
+
+        def __init__(self, view: MessageView, rating: int | None, comment: bool) -> None:
+            super().__init__()
+            self.view, self.rating, self.comment = view, rating, comment
+
+    def __init__(
+        self,
+        role: str,
+        text: str = "",
+        *,
+        reasoning: str = "",
+        response_id: str | None = None,
+        adapter: str | None = None,
+        rating: int | None = None,
+    ) -> None:
+        super().__init__(classes=f"message {role}")
+        self.role, self.text, self.reasoning = role, text, reasoning
+        self.response_id, self.adapter, self.rating = response_id, adapter, rating
+        self.state = "done" if text or role == "user" else "waiting"
+        self._stream: MarkdownStream | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static(self.label_text(), classes="label")
+        if self.role == "assistant":
+            with Collapsible(title="thinking", collapsed=True, classes="thinking"):
+                yield Static(self.reasoning, classes="reasoning")
+        yield Markdown(self.text, classes="body")
+
+    def on_mount(self) -> None:
+        if self.role == "assistant":
+            self.query_one(Collapsible).display = bool(self.reasoning)
+        self.can_focus = self.role == "assistant"
+
+    def label_text(self) -> str:
+        if self.role == "user":
+            return "[b]you[/]"
+        parts = ["[b]clawd[/]", f"adapter [i]{self.adapter}[/]" if self.adapter else "base model"]
+        if self.state == "waiting":
+            parts.append("[dim]thinking…[/]")
+        elif self.state == "streaming":
+            parts.append("[dim]writing… (Esc stops)[/]")
+        elif self.state == "cancelled":
+            parts.append("[yellow]stopped[/]")
+        if self.rating == 1:
+            parts.append("[green]▲ good[/]")
+        elif self.rating == -1:
+            parts.append("[red]▼ bad[/]")
+        return " · ".join(parts)
+
+    def refresh_label(self) -> None:
+        self.query_one(".label", Static).update(self.label_text())
+
+    async def add(self, kind: str, text: str) -> None:
+        """Append streamed ``reasoning`` or ``content`` text."""
+        if self.state == "waiting":
+            self.state = "streaming"
+            self.refresh_label()
+        if kind == "reasoning":
+            self.reasoning += text
+            self.query_one(Collapsible).display = True
+            self.query_one(".reasoning", Static).update(self.reasoning)
+            return
+        self.text += text
+        if self._stream is None:
+            self._stream = Markdown.get_stream(self.query_one(".body", Markdown))
+        await self._stream.write(text)
+
+    async def finish(self, state: str = "done") -> None:
+        if self._stream is not None:
+            await self._stream.stop()
+            self._stream = None
+        self.state = state
+        self.refresh_label()
+
+    def action_rate(self, rating: int) -> None:
+        if self.role == "assistant" and self.response_id:
+            self.post_message(self.Rate(self, rating, comment=False))
+
+    def action_comment(self) -> None:
+        if self.role == "assistant" and self.response_id:
+            self.post_message(self.Rate(self, None, comment=True))
+
+
+class Composer(TextArea):
+    """The input box: Enter sends, Shift+Enter or Ctrl+J inserts a new line."""
+
+    class Send(Message):
+        def __init__(self, text: str) -> None:
+            super().__init__()
+            self.text = text
+
+    async def _on_key(self, event: events.Key) -> None:
+        if event.key == "enter":
+            event.stop()
+            event.prevent_default()
+            if self.text.strip():
+                self.post_message(self.Send(self.text.strip()))
+            return
+        if event.key in ("shift+enter", "ctrl+j"):
+            event.stop()
+            event.prevent_default()
+            start, end = self.selection
+            self._replace_via_keyboard("\n", start, end)
+            return
+        await super()._on_key(event)
+
+
+def last_user_text(messages: list[dict[str, Any]]) -> str:
+    for m in reversed(messages):
+        if m.get("role") == "user":
+            content = m.get("content")
+            if isinstance(content, list):
+                return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+            return content or ""
+    return ""
+
+
+def to_markdown(conversation: dict[str, Any]) -> str:
+    """A conversation (as ``GET /v1/conversations/{id}`` returns it) as a Markdown document."""
+    title = conversation.get("title") or conversation["id"]
+    lines = [f"# {title}", "", f"conversation `{conversation['id']}`", ""]
+    for turn in conversation["turns"]:
+        lines += ["## You", "", last_user_text(turn["messages"]), ""]
+        label = f"adapter {turn['adapter_version']}" if turn["adapter_version"] else "base model"
+        lines += [f"## clawd ({label})", ""]
+        if turn.get("reasoning"):
+            quoted = "\n".join(f"> {line}" for line in turn["reasoning"].splitlines())
+            lines += ["<details><summary>thinking</summary>", "", quoted, "", "</details>", ""]
+        lines += [turn["response"] or "", ""]
+        for fb in turn.get("feedback") or []:
+            mark = "good" if fb["rating"] == 1 else "bad"
+            lines += [f"*Feedback: {mark}{' - ' + fb['comment'] if fb['comment'] else ''}*", ""]
+    return "\n".join(lines).rstrip() + "\n"
