@@ -91,6 +91,7 @@ esac
 cat <<EOF
 
 clawd is installed. Next:
-  clawd serve       # start the daemon; point editors at http://127.0.0.1:8765/v1 (README)
+  clawd chat        # chat in the TUI (starts the daemon in the background if needed)
+  clawd serve       # or run the daemon in the foreground; editors use http://127.0.0.1:8765/v1
   ./install.sh --dev && .venv/bin/python -m pytest    # run the tests
 EOF

@@ -63,3 +63,38 @@ def any_gguf(request: pytest.FixtureRequest) -> Path:
 def torch_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A CLAWD_HOME-like folder whose torch conversion cache outlives single tests."""
     return tmp_path_factory.mktemp("torch-cache")
+
+
+@pytest.fixture(scope="session")
+def lived_in_daemon(smollm2_gguf: Path, torch_cache: Path, tmp_path_factory):
+    """A daemon on SmolLM2 whose home already holds one real trained adapter (a candidate).
+
+    The signal job runs every second; automatic promotion is off, so tests decide what serves.
+    Yields ``(daemon, version)``.
+    """
+    from clawd import train
+    from clawd.config import Settings
+    from clawd.store import Store
+    from tests.daemon import start_daemon
+    from tests.test_train import add_sample, small
+
+    home = tmp_path_factory.mktemp("lived-in")
+    (torch_cache / "cache").mkdir(exist_ok=True)
+    (home / "cache").symlink_to(torch_cache / "cache")
+    with Store.open(home) as store:
+        add_sample(store, smollm2_gguf, hint="Answer in one word only.", reward=-1, kind="opd+rl")
+        add_sample(store, smollm2_gguf, hint=None, reward=1, kind="rl", answer="Paris.")
+        add_sample(store, smollm2_gguf, hint="Be brief.", reward=0, kind="opd")
+    summary = train.run(home, Settings(model=str(smollm2_gguf), n_ctx=1024), cfg=small())
+    daemon = start_daemon(
+        smollm2_gguf,
+        home,
+        settings={
+            "CLAWD_SIGNALS_INTERVAL_S": "1",
+            "CLAWD_JUDGE_MAX_TOKENS": "24",
+            "CLAWD_AUTO_ACTIVATE": "false",
+            "CLAWD_TRAIN_EPOCHS": "1",
+        },
+    )
+    yield daemon, summary["version"]
+    daemon.stop()

@@ -39,9 +39,9 @@ class ClawdApp(App):
         Binding("ctrl+r", "regenerate", "Regenerate"),
         Binding("ctrl+l", "toggle_learn", "Learn on/off", show=False),
         Binding("ctrl+t", "toggle_thinking", "Thinking on/off", show=False),
-        Binding("ctrl+e", "export", "Export", show=False),
+        Binding("ctrl+s", "export", "Export", show=False),
         Binding("f4", "rename", "Rename", show=False),
-        Binding("ctrl+d", "delete", "Delete chat", show=False),
+        Binding("f8", "delete", "Delete chat", show=False),
         Binding("ctrl+q", "quit", "Quit"),
     ]
 
@@ -163,12 +163,12 @@ class ClawdApp(App):
             ("Rename chat", "Give this conversation a title (F4)", self.action_rename),
             (
                 "Delete chat",
-                "Forget this conversation and its signals (Ctrl+D)",
+                "Forget this conversation and its signals (F8)",
                 self.action_delete,
             ),
             (
                 "Export chat to Markdown",
-                "Write this conversation to a .md file",
+                "Write this conversation to a .md file (Ctrl+S)",
                 self.action_export,
             ),
             (

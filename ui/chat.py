@@ -9,6 +9,7 @@ Not run alone; ``python -m ui`` starts the whole TUI.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -163,9 +164,10 @@ class ChatPane(Horizontal):
         except DaemonError as exc:
             self.app.notify(str(exc), title="No answer", severity="error", timeout=10)
             state = "failed"
-        finally:
-            self.busy = False
-            await view.finish(state if state == "done" else "cancelled")
+        except asyncio.CancelledError:  # Esc: leaving the stream hangs up, the daemon stops
+            state = "cancelled"
+        self.busy = False
+        await view.finish(state if state == "done" else "cancelled")
         if state == "done":
             self.history.append({"role": "assistant", "content": view.text})
             self.update_header()

@@ -1,0 +1,89 @@
+"""The adapters view against a real daemon holding a really trained adapter, and the why view."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.pilot import Pilot
+from textual.widgets import DataTable, Sparkline, Static
+
+from tests import uifixture
+from tests.daemon import RunningDaemon
+from tests.uikit import drive, until
+from ui.adapters import AdaptersPane
+from ui.app import ClawdApp
+from ui.dialogs import ConfirmScreen
+from ui.why import WhyScreen, extremes, scale_of, token_style, why_text
+
+
+def test_gate_curves_why_activate_and_roll_back(
+    lived_in_daemon: tuple[RunningDaemon, str], tmp_path: Path
+) -> None:
+    daemon, version = lived_in_daemon
+    with daemon.client() as c:
+        report = c.get(f"/v1/adapters/{version}/report").json()
+        assert c.get("/v1/adapters/nope/report").status_code == 404
+
+    async def confirm(pilot: Pilot, app: ClawdApp, key: str) -> None:
+        await pilot.press(key)
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), 10)
+        await pilot.press("y")
+
+    def active() -> str | None:
+        with daemon.client() as c:
+            return c.get("/v1/adapters").json()["active"]
+
+    async def scenario(pilot: Pilot, app: ClawdApp) -> None:
+        await pilot.press("f3")
+        pane = app.query_one(AdaptersPane)
+        table = pane.query_one("#adapters", DataTable)
+        await until(pilot, lambda: version in [k.value for k in table.rows], 20)
+        table.move_cursor(row=[k.value for k in table.rows].index(version))
+        await until(pilot, lambda: pane.report and pane.report["version"] == version, 10)
+        gate = str(pane.query_one("#gate", Static).render())
+        assert version in gate and "gate" in gate and "KL to base" in gate
+        loss = pane.query_one("#curve-loss", Sparkline).data
+        assert list(loss) == [s["loss"] for s in report["steps"]] and len(loss) >= 2
+        samples = pane.query_one("#samples", DataTable)
+        assert samples.row_count == len(report["samples"])
+        hinted = next(i for i, s in enumerate(report["samples"]) if s["opd_advantage"])
+        samples.move_cursor(row=hinted)
+        samples.focus()
+        await pilot.press("w")
+        await until(pilot, lambda: isinstance(app.screen, WhyScreen), 10)
+        shown = app.screen.query_one("#why-tokens", Static).render()
+        sample = report["samples"][hinted]
+        assert str(shown).replace("↵", "") == "".join(sample["tokens"])
+        assert sample["hint"] in str(app.screen.query_one("#why-summary", Static).render())
+        await pilot.press("escape")
+        await until(pilot, lambda: not isinstance(app.screen, WhyScreen), 10)
+
+        table.focus()
+        await confirm(pilot, app, "a")
+        await until(pilot, lambda: active() == version, 30, "activation")
+        await until(pilot, lambda: version in app.sub_title, 10, "the header to follow")
+        await confirm(pilot, app, "b")
+        await until(pilot, lambda: active() is None, 30, "the rollback")
+        await pilot.press("a")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), 10)
+        await pilot.press("n")  # declined: nothing changes
+        await pilot.pause(0.5)
+        assert active() is None
+
+    drive(daemon, tmp_path, scenario)
+
+
+def test_why_colours_follow_the_sign_and_size_of_the_advantage() -> None:
+    sample = uifixture.REPORT["samples"][0]
+    text = why_text(sample)
+    assert text.plain == "".join(sample["tokens"]).replace("\n", "↵\n")
+    scale = scale_of(sample["opd_advantage"])
+    down, up = token_style(-scale, scale).bgcolor, token_style(scale, scale).bgcolor
+    red, green = down.get_truecolor(), up.get_truecolor()
+    assert red.red > red.green and green.green > green.red
+    faint = token_style(-scale / 10, scale).bgcolor.get_truecolor()
+    assert faint.red < red.red  # a small push is a paler colour
+    most_down, most_up = extremes(sample)
+    assert most_down[0] == ("-", -2.4) and most_up[0] == (".", 0.9)
+    plain = why_text(uifixture.REPORT["samples"][1])  # reward only: one colour
+    assert len({span.style for span in plain.spans}) == 1
