@@ -95,6 +95,11 @@ class Settings(BaseSettings):
         description="Where the trainer's teacher context puts the hint: appended to the last "
         "user message (the paper) or as a system message (better on SmolLM2 in probes).",
     )
+    train_method: Literal["combined", "rl", "opd"] = Field(
+        "combined",
+        description="What a training run learns from: both the hint (OPD) and the reward "
+        "(binary RL), or only one of them (for comparisons; see bench/learning.py).",
+    )
     train_lr: float = Field(2e-4, gt=0, lt=1, description="LoRA learning rate.")
     train_epochs: int = Field(2, ge=1, le=100, description="Passes over the samples per run.")
     train_kl_coef: float = Field(

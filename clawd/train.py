@@ -98,6 +98,8 @@ class TrainConfig:
             lr=s.train_lr,
             epochs=s.train_epochs,
             kl_coef=s.train_kl_coef,
+            w_opd=0.0 if s.train_method == "rl" else 1.0,
+            w_rl=0.0 if s.train_method == "opd" else 1.0,
             hint_placement=s.hint_placement,
             max_seq_len=s.n_ctx,
             threads=s.train_threads,

@@ -242,6 +242,17 @@ def test_bad_settings_are_refused() -> None:
         train.TrainConfig(hint_placement="nowhere")
 
 
+def test_the_method_setting_chooses_the_advantage_terms() -> None:
+    weights = {
+        m: (c.w_opd, c.w_rl)
+        for m in ("combined", "rl", "opd")
+        for c in [train.TrainConfig.from_settings(Settings(model="x", train_method=m))]
+    }
+    assert weights == {"combined": (1.0, 1.0), "rl": (0.0, 1.0), "opd": (1.0, 0.0)}
+    with pytest.raises(ValueError, match="train_method"):
+        Settings(model="x", train_method="both")
+
+
 def test_a_run_warm_starts_from_the_active_adapter(tiny_qwen3_gguf: Path, home: Path) -> None:
     from safetensors.torch import load_file
 

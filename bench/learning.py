@@ -1,0 +1,346 @@
+"""Does clawd learn its user? Simulated users, the real daemon, compliance curves per method.
+
+For every (method, persona, seed) a fresh daemon runs on its own CLAWD_HOME. One update is:
+K interactions through the REST API (the simulated user asks, reads the answer, and replies the
+way a person would: a complaint in its own words, thanks, or moving on) -> the daemon's own
+signal job turns the replies into signals and samples -> ``POST /v1/train`` -> the promotion
+gate and hot-load -> evaluation: greedy answers to held-out prompts, scored by the persona's
+checkers (compliance in [0, 1]). Drift is the gate's KL to the base model on fixed general
+conversations.
+
+Methods: ``rl`` (binary reward only), ``opd`` (hint distillation only), ``combined`` (both;
+hint appended to the user message), ``combined-system`` (hint as a system message), all with
+the system's own judge and hints; and ``oracle``: scores from the checkers and hints from the
+persona's rules, sent as explicit feedback, which separates the learner from the judge.
+
+Run (writes learning.json and learning.png into --out)::
+
+    python -m bench.learning --config quick      # 2 personas x 4 updates x 5 methods
+    python -m bench.learning --config full       # 6 personas x 8 updates x 5 methods x 2 seeds
+    python -m bench.learning --config smoke      # 1 persona, 1 update, oracle (CI)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.personas import EVAL_PROMPTS, PERSONAS, Persona, SimulatedUser
+from clawd.config import clawd_home
+from clawd.models import resolve
+from tests.daemon import RunningDaemon, start_daemon
+
+METHODS: dict[str, dict[str, Any]] = {
+    "rl": {"label": "binary RL only (own judge)", "train_method": "rl"},
+    "opd": {"label": "OPD only (own judge + hints)", "train_method": "opd"},
+    "combined": {"label": "combined, hint in user message", "train_method": "combined"},
+    "combined-system": {
+        "label": "combined, hint as system message",
+        "train_method": "combined",
+        "hint_placement": "system",
+    },
+    "oracle": {
+        "label": "ORACLE signals (checkers + rules)",
+        "train_method": "combined",
+        "oracle": True,
+    },
+}
+
+
+@dataclass
+class Config:
+    personas: list[str]
+    methods: list[str]
+    updates: int
+    interactions: int = 8  # K per update
+    eval_prompts: int = 6
+    seeds: list[int] = field(default_factory=lambda: [0])
+    answer_tokens: int = 96
+    temperature: float = 0.8
+    train_lr: float = 1e-3
+    train_epochs: int = 2
+    judge_votes: int = 3
+
+
+CONFIGS = {
+    "smoke": Config(["brief"], ["oracle"], 1, interactions=3, eval_prompts=2, answer_tokens=48),
+    "quick": Config(["brief", "sam"], list(METHODS), 4),
+    "full": Config(list(PERSONAS), list(METHODS), 8, eval_prompts=12, seeds=[0, 1]),
+}
+
+
+class Loop:
+    """One method, persona and seed on its own daemon."""
+
+    def __init__(
+        self, daemon: RunningDaemon, persona: Persona, cfg: Config, seed: int, oracle: bool
+    ) -> None:
+        self.d, self.persona, self.cfg, self.oracle = daemon, persona, cfg, oracle
+        self.user = SimulatedUser(persona, random.Random(seed))
+        self.seed = seed
+        self.http = daemon.client()
+
+    def chat(self, messages: list[dict], **params: Any) -> dict:
+        headers = params.pop("headers", None) or {}
+        body = {"messages": messages, **params}
+        resp = self.http.post("/v1/chat/completions", json=body, headers=headers)
+        resp.raise_for_status()
+        return resp.json()
+
+    def interact(self, k: int) -> list[dict[str, Any]]:
+        """K conversations; returns what happened in each (for judge agreement)."""
+        out = []
+        for i in range(k):
+            question = self.user.ask()
+            msgs = [{"role": "user", "content": question}]
+            a = self.chat(
+                msgs,
+                max_tokens=self.cfg.answer_tokens,
+                temperature=self.cfg.temperature,
+                seed=self.seed * 1000 + i,
+            )
+            answer = a["choices"][0]["message"]["content"]
+            reply = self.user.reply(answer)
+            rating, hint = self.user.oracle(answer)
+            if self.oracle:  # explicit feedback beats the judge
+                self.http.post(
+                    "/v1/feedback", json={"id": a["id"], "rating": rating, "comment": hint}
+                ).raise_for_status()
+            if reply is not None:  # the next state: the daemon records it with this turn
+                follow = [
+                    *msgs,
+                    {"role": "assistant", "content": answer},
+                    {"role": "user", "content": reply},
+                ]
+                self.chat(follow, max_tokens=1)
+            out.append(
+                {
+                    "turn": a["id"],
+                    "oracle": rating,
+                    "reply": reply,
+                    "signal": reply is not None or self.oracle,
+                }
+            )
+        return out
+
+    def wait_for_signals(self, turns: list[dict[str, Any]], timeout: float = 900) -> list[dict]:
+        want = {t["turn"] for t in turns if t["signal"]}
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            rows = self.http.get("/v1/signals", params={"limit": 1000}).json()["data"]
+            got = {r["turn_id"]: r for r in rows if r["turn_id"] in want}
+            if len(got) == len(want):
+                return list(got.values())
+            time.sleep(1)
+        raise TimeoutError(f"signals for {len(want)} turns not ready after {timeout}s")
+
+    def train(self, timeout: float = 1800) -> dict[str, Any]:
+        before = self.http.get("/v1/train").json()
+        if before["approved_samples"] == 0:
+            return {"status": "no samples"}
+        last = before["runs"][0]["id"] if before["runs"] else 0
+        self.http.post("/v1/train").raise_for_status()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            t = self.http.get("/v1/train").json()
+            if t["runs"] and t["runs"][0]["id"] > last and t["runs"][0]["status"] != "running":
+                run = t["runs"][0]
+                break
+            time.sleep(1)
+        else:
+            raise TimeoutError("training did not finish")
+        if run["status"] != "succeeded":
+            return {"status": "failed", "reason": run["reason"]}
+        version = run["adapter_version"]
+        while time.monotonic() < deadline:  # promotion runs every 5 s
+            row = self.http.get(f"/v1/adapters/{version}").json()
+            if row["status"] != "candidate":
+                break
+            time.sleep(1)
+        gate = row.get("gate") or {}
+        return {
+            "status": row["status"],
+            "version": version,
+            "kl_to_base": gate.get("kl_to_base"),
+            "gate_passed": gate.get("passed"),
+            "samples": run["n_samples"],
+        }
+
+    def evaluate(self) -> dict[str, Any]:
+        scores, examples = [], []
+        for prompt in EVAL_PROMPTS[: self.cfg.eval_prompts]:
+            a = self.chat(
+                [{"role": "user", "content": prompt}],
+                max_tokens=self.cfg.answer_tokens,
+                temperature=0,
+                headers={"X-Clawd-Learn": "0"},
+            )
+            text = a["choices"][0]["message"]["content"]
+            scores.append(self.persona.compliance(text))
+            examples.append(text)
+        return {
+            "compliance": statistics.fmean(scores),
+            "examples": examples[:2],
+            "adapter": a["clawd"]["adapter_version"],
+        }
+
+
+def run_one(
+    model: Path, method: str, persona: Persona, cfg: Config, seed: int, cache: Path, base_eval: dict
+) -> list[dict[str, Any]]:
+    spec = METHODS[method]
+    home = Path(tempfile.mkdtemp(prefix=f"clawd-learn-{method}-{persona.name}-"))
+    (home / "cache").symlink_to(cache)
+    settings = {
+        "CLAWD_SIGNALS_INTERVAL_S": "1",
+        "CLAWD_AUTO_ACTIVATE": "true",
+        "CLAWD_TRAIN_METHOD": spec["train_method"],
+        "CLAWD_HINT_PLACEMENT": spec.get("hint_placement", "user"),
+        "CLAWD_TRAIN_LR": str(cfg.train_lr),
+        "CLAWD_TRAIN_EPOCHS": str(cfg.train_epochs),
+        "CLAWD_JUDGE_VOTES": str(cfg.judge_votes),
+    }
+    daemon = start_daemon(model, home, settings=settings)
+    loop = Loop(daemon, persona, cfg, seed, bool(spec.get("oracle")))
+    rows = []
+    try:
+        key = (persona.name, seed)
+        if key not in base_eval:  # the base model's score is the same for every method
+            base_eval[key] = loop.evaluate()
+        rows.append({"update": 0, **base_eval[key], "train": {"status": "base"}})
+        for u in range(1, cfg.updates + 1):
+            t0 = time.monotonic()
+            turns = loop.interact(cfg.interactions)
+            t1 = time.monotonic()
+            signals = loop.wait_for_signals(turns)
+            t2 = time.monotonic()
+            oracle = {t["turn"]: t["oracle"] for t in turns}
+            agree = [s["score"] == oracle[s["turn_id"]] for s in signals]
+            trained = loop.train()
+            t3 = time.monotonic()
+            ev = loop.evaluate()
+            t4 = time.monotonic()
+            rows.append(
+                {
+                    "update": u,
+                    **ev,
+                    "train": trained,
+                    "signals": len(signals),
+                    "judge_agreement": statistics.fmean(agree) if agree else None,
+                    "violations": sum(t["oracle"] < 0 for t in turns),
+                    "seconds": {
+                        "interact": round(t1 - t0, 1),
+                        "signals": round(t2 - t1, 1),
+                        "train": round(t3 - t2, 1),
+                        "eval": round(t4 - t3, 1),
+                    },
+                }
+            )
+            print(
+                f"  {method:16s} {persona.name:8s} seed {seed} update {u}: compliance "
+                f"{ev['compliance']:.2f} ({trained['status']}, {t4 - t0:.0f} s)",
+                flush=True,
+            )
+    finally:
+        loop.http.close()
+        daemon.stop()
+    return rows
+
+
+def plot(result: dict[str, Any], out: Path) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    personas = result["config"]["personas"]
+    fig, axes = plt.subplots(2, len(personas), figsize=(5 * len(personas), 7), squeeze=False)
+    for col, persona in enumerate(personas):
+        for method in result["config"]["methods"]:
+            runs = [r for r in result["runs"] if r["method"] == method and r["persona"] == persona]
+            if not runs:
+                continue
+            n = min(len(r["rows"]) for r in runs)
+            xs = list(range(n))
+            ys = [statistics.fmean(r["rows"][i]["compliance"] for r in runs) for i in xs]
+            style = "--" if method == "oracle" else "-"
+            axes[0][col].plot(xs, ys, style, marker="o", label=METHODS[method]["label"])
+            kl = [
+                statistics.fmean((r["rows"][i]["train"].get("kl_to_base") or 0) for r in runs)
+                for i in xs
+            ]
+            axes[1][col].plot(xs, kl, style, marker=".", label=method)
+        axes[0][col].set(
+            title=f"persona '{persona}'",
+            xlabel="update",
+            ylabel="compliance (held-out, greedy)",
+            ylim=(-0.05, 1.05),
+        )
+        axes[1][col].set(xlabel="update", ylabel="KL to base (gate, nats/token)")
+    axes[0][0].legend(fontsize=7)
+    fig.suptitle(f"clawd learning benchmark ({result['model']})")
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--config", choices=list(CONFIGS), default="quick")
+    p.add_argument("--personas", help="comma-separated, from: " + ", ".join(PERSONAS))
+    p.add_argument("--methods", help="comma-separated, from: " + ", ".join(METHODS))
+    p.add_argument("--updates", type=int)
+    p.add_argument("--interactions", type=int, help="K conversations per update")
+    p.add_argument("--model", default="smollm2-135m", help="installed model name or .gguf path")
+    p.add_argument("--out", type=Path, default=Path("bench/results"))
+    args = p.parse_args(argv)
+    cfg = CONFIGS[args.config]
+    for name in ("personas", "methods"):
+        if getattr(args, name):
+            cfg = replace(cfg, **{name: getattr(args, name).split(",")})
+    for name in ("updates", "interactions"):
+        if getattr(args, name):
+            cfg = replace(cfg, **{name: getattr(args, name)})
+    unknown = [x for x in cfg.personas if x not in PERSONAS] + [
+        m for m in cfg.methods if m not in METHODS
+    ]
+    if unknown:
+        p.error(f"unknown persona or method: {', '.join(unknown)}")
+    model = resolve(args.model, clawd_home())
+    cache = clawd_home() / "cache"  # the torch conversion of the model, shared with the user's
+    cache.mkdir(parents=True, exist_ok=True)
+    started, base_eval, runs = time.time(), {}, []
+    for persona in cfg.personas:
+        for seed in cfg.seeds:
+            for method in cfg.methods:
+                rows = run_one(model, method, PERSONAS[persona], cfg, seed, cache, base_eval)
+                runs.append({"method": method, "persona": persona, "seed": seed, "rows": rows})
+    result = {
+        "model": model.name,
+        "config": asdict(cfg),
+        "config_name": args.config,
+        "date": time.strftime("%Y-%m-%d"),
+        "minutes": round((time.time() - started) / 60, 1),
+        "methods": {m: METHODS[m]["label"] for m in cfg.methods},
+        "runs": runs,
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / f"learning-{args.config}.json").write_text(json.dumps(result, indent=1))
+    plot(result, args.out / f"learning-{args.config}.png")
+    print(f"done in {result['minutes']} min: {args.out}/learning-{args.config}.json and .png")
+    return result
+
+
+if __name__ == "__main__":
+    main()

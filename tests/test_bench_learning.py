@@ -1,0 +1,49 @@
+"""The learning benchmark's smoke configuration (CI): the loop makes an adapter and a score.
+
+Quality thresholds belong to the benchmark (docs/benchmarks.md), not here.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from bench import learning
+from bench.personas import EVAL_PROMPTS, INTERACTION_PROMPTS, PERSONAS, SimulatedUser
+
+
+def test_smoke_loop_trains_promotes_and_scores(smollm2_gguf: Path, tmp_path: Path) -> None:
+    result = learning.main(
+        ["--config", "smoke", "--model", str(smollm2_gguf), "--out", str(tmp_path)]
+    )
+    (run,) = result["runs"]
+    base, first = run["rows"]
+    assert base["train"]["status"] == "base" and base["adapter"] is None
+    assert first["train"]["version"] and first["train"]["status"] in ("active", "rejected")
+    if first["train"]["status"] == "active":
+        assert first["adapter"] == first["train"]["version"]  # the evaluation used it
+    assert first["signals"] == learning.CONFIGS["smoke"].interactions  # oracle: every turn
+    for row in run["rows"]:
+        assert 0.0 <= row["compliance"] <= 1.0
+    saved = json.loads((tmp_path / "learning-smoke.json").read_text())
+    assert saved["runs"][0]["rows"][1]["train"]["version"] == first["train"]["version"]
+    assert (tmp_path / "learning-smoke.png").stat().st_size > 10_000
+
+
+def test_personas_check_what_they_say_and_never_leak_the_rule() -> None:
+    brief, sam, prose = PERSONAS["brief"], PERSONAS["sam"], PERSONAS["prose"]
+    assert brief.compliance("Short and sweet.") == 1.0
+    assert brief.compliance("word " * 31) == 0.0
+    assert sam.compliance("Sure, Sam: tea is easy.") == 1.0
+    assert sam.compliance("Sure: tea is easy.") == 0.5
+    assert prose.compliance("- one\n- two") == 0.0 and prose.compliance("One, two.") == 1.0
+    assert PERSONAS["calm"].compliance("Hi 😀") == 0.5
+    assert PERSONAS["curious"].compliance("What do you think?") == 1.0
+    user = SimulatedUser(brief)
+    rules = {p.rule for persona in PERSONAS.values() for p in persona.preferences}
+    for _ in range(50):
+        reply = user.reply("word " * 40)
+        assert reply and reply not in rules
+        assert user.reply("ok.") in (None, *brief.thanks)
+    assert user.oracle("word " * 40) == (-1, "Answer in at most 30 words.")
+    assert not set(INTERACTION_PROMPTS) & set(EVAL_PROMPTS) and len(PERSONAS) >= 5
