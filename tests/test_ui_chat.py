@@ -50,13 +50,13 @@ def test_send_stream_rate_and_find_the_feedback_through_rest(
         assert "base model" in view.label_text()
         view.focus()
         await pilot.press("plus")
-        await until(pilot, lambda: view.rating == 1, 10)
+        await until(pilot, lambda: view.rating == 1, 30)
         await pilot.press("minus")
-        await until(pilot, lambda: view.rating == -1, 10)
+        await until(pilot, lambda: view.rating == -1, 30)
         await pilot.press("c")
-        await until(pilot, lambda: app.screen.__class__.__name__ == "CommentScreen", 10)
+        await until(pilot, lambda: app.screen.__class__.__name__ == "CommentScreen", 30)
         await pilot.press(*"Shorter please.", "enter")
-        await until(pilot, lambda: not app.chat.workers, 10)
+        await until(pilot, lambda: not app.chat.workers, 30)
         items = app.chat.query_one("#conversations").children
         assert [i.name for i in items] == [app.chat.conversation_id]
         with daemon.client() as c:
@@ -94,7 +94,7 @@ def test_regenerate_new_chat_and_reopen_from_the_sidebar(
         listing.focus()
         listing.index = index
         await pilot.press("enter")
-        await until(pilot, lambda: app.chat.conversation_id == cid, 10)
+        await until(pilot, lambda: app.chat.conversation_id == cid, 30)
         await until(pilot, lambda: len(answers(app)) == 2, 10)  # both answers were stored
         assert [v.response_id for v in answers(app)] == [first.response_id, again.response_id]
         assert app.chat.history[-1] == {"role": "assistant", "content": again.text}
@@ -121,22 +121,22 @@ def test_learn_switch_rename_export_and_delete(daemon: RunningDaemon, tmp_path: 
         await ask(pilot, app, "Say hello.")
         cid = app.chat.conversation_id
         await pilot.press("ctrl+l")
-        await until(pilot, lambda: not app.chat.learn, 10)
+        await until(pilot, lambda: not app.chat.learn, 30)
         with daemon.client() as c:
-            await until(pilot, lambda: not c.get(f"/v1/conversations/{cid}").json()["learn"], 10)
+            await until(pilot, lambda: not c.get(f"/v1/conversations/{cid}").json()["learn"], 30)
         await pilot.press("f4")
-        await until(pilot, lambda: isinstance(app.screen, PromptScreen), 10)
+        await until(pilot, lambda: isinstance(app.screen, PromptScreen), 30)
         app.screen.query_one("#answer").value = ""
         await pilot.press(*"Greetings", "enter")
-        await until(pilot, lambda: app.chat.title_text == "Greetings", 10)
+        await until(pilot, lambda: app.chat.title_text == "Greetings", 30)
         await pilot.press("ctrl+s")
-        path = await until(pilot, lambda: next(tmp_path.glob("clawd-Greetings-*.md"), None), 10)
+        path = await until(pilot, lambda: next(tmp_path.glob("clawd-Greetings-*.md"), None), 30)
         text = path.read_text()
         assert text.startswith("# Greetings\n") and "Say hello." in text
         await pilot.press("f8")
-        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), 10)
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), 30)
         await pilot.press("y")
-        await until(pilot, lambda: app.chat.conversation_id is None, 10)
+        await until(pilot, lambda: app.chat.conversation_id is None, 30)
         with daemon.client() as c:
             assert c.get(f"/v1/conversations/{cid}").status_code == 404
 
@@ -149,7 +149,7 @@ def test_the_palette_runs_actions(daemon: RunningDaemon, tmp_path: Path) -> None
         await pilot.press(*"Learning view")
         await pilot.pause(0.5)
         await pilot.press("enter")
-        await until(pilot, lambda: app.query_one("#views").active == "learning", 10)
+        await until(pilot, lambda: app.query_one("#views").active == "learning", 30)
         titles = [c.title for c in app.get_system_commands(app.screen)]
         for action in ("New chat", "Thumbs down", "Veto signal", "Roll back adapter", "Why"):
             assert any(t.startswith(action) for t in titles), action

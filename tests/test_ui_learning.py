@@ -31,15 +31,15 @@ def test_review_a_signal_then_train_with_a_live_progress_bar(
         row = [k.value for k in table.rows].index(str(sid))
         table.move_cursor(row=row)
         detail = pane.query_one("#signal-text", Static)
-        await until(pilot, lambda: "No lists, one line." in str(detail.render()), 10)
+        await until(pilot, lambda: "No lists, one line." in str(detail.render()), 30)
         await pilot.press("v")
         with daemon.client() as c:
             vetoed = lambda: c.get(f"/v1/signals/{sid}").json()["sample"]["status"] == "vetoed"  # noqa: E731
-            await until(pilot, vetoed, 10)
+            await until(pilot, vetoed, 30)
         await pilot.press("a")
         with daemon.client() as c:
             approved = lambda: c.get(f"/v1/signals/{sid}").json()["sample"]["status"] == "approved"  # noqa: E731
-            await until(pilot, approved, 10)
+            await until(pilot, approved, 30)
         assert "approved samples waiting" in str(pane.query_one("#schedule", Static).render())
         await pilot.press("t")
         bar = pane.query_one("#train-progress", ProgressBar)

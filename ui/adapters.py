@@ -135,6 +135,9 @@ class AdaptersPane(Vertical):
             )
         if listing["data"]:
             table.move_cursor(row=min(max(keep, 0), len(listing["data"]) - 1))
+            version = self.selected_version()
+            if version and version != (self.current or {}).get("version"):
+                await self.show(version)  # the cursor did not move, so no highlight event
         else:
             self.query_one("#gate", Static).update(
                 "No adapters yet. Chat, reply, and clawd trains one overnight "
@@ -186,6 +189,8 @@ class AdaptersPane(Vertical):
         pause = answer.get("pause_ms")
         self.app.notify(done + (f" (serving paused {pause:.1f} ms)" if pause else ""))
         await self.reload()
+        if version := self.selected_version():
+            await self.show(version)  # its status changed
         self.app.refresh_title()
 
     async def activate(self) -> None:

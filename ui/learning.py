@@ -54,6 +54,7 @@ class LearningPane(Vertical):
         self.client = client
         self.rows: dict[int, dict[str, Any]] = {}
         self.training: dict[str, Any] = {}
+        self.detail_id: int | None = None
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="train-row"):
@@ -128,6 +129,9 @@ class LearningPane(Vertical):
             )
         if signals:
             table.move_cursor(row=min(max(keep, 0), len(signals) - 1))
+            sid = self.selected()
+            if sid is not None and sid != self.detail_id:  # a cursor that did not move
+                self.run_worker(self.show_detail(sid), group="detail", exclusive=True)
 
     def selected(self) -> int | None:
         table = self.query_one("#signals", DataTable)
@@ -141,6 +145,7 @@ class LearningPane(Vertical):
             await self.show_detail(int(event.row_key.value))
 
     async def show_detail(self, sid: int) -> None:
+        self.detail_id = sid
         try:
             s = await self.client.signal(sid)
         except DaemonError as exc:
