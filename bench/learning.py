@@ -15,7 +15,8 @@ persona's rules, sent as explicit feedback, which separates the learner from the
 
 Run (writes learning.json and learning.png into --out)::
 
-    python -m bench.learning --config quick      # 2 personas x 4 updates x 5 methods
+    python -m bench.learning --config quick      # 2 personas x 4 updates x 4 methods
+    python -m bench.learning --config quick --methods combined-system   # the other placement
     python -m bench.learning --config full       # 6 personas x 8 updates x 5 methods x 2 seeds
     python -m bench.learning --config smoke      # 1 persona, 1 update, oracle (CI)
 """
@@ -74,7 +75,15 @@ class Config:
 
 CONFIGS = {
     "smoke": Config(["brief"], ["oracle"], 1, interactions=3, eval_prompts=2, answer_tokens=48),
-    "quick": Config(["brief", "sam"], list(METHODS), 4),
+    # 2 personas x 4 updates in under 30 minutes on 2 CPU cores: one judge vote, 6 turns.
+    "quick": Config(
+        ["brief", "sam"],
+        ["rl", "opd", "combined", "oracle"],
+        4,
+        interactions=6,
+        eval_prompts=5,
+        judge_votes=1,
+    ),
     "full": Config(list(PERSONAS), list(METHODS), 8, eval_prompts=12, seeds=[0, 1]),
 }
 
@@ -248,7 +257,7 @@ def run_one(
             )
             print(
                 f"  {method:16s} {persona.name:8s} seed {seed} update {u}: compliance "
-                f"{ev['compliance']:.2f} ({trained['status']}, {t4 - t0:.0f} s)",
+                f"{ev['compliance']:.2f} ({trained['status']}, {t4 - t0:.0f} s: {rows[-1]['seconds']})",
                 flush=True,
             )
     finally:
