@@ -257,7 +257,8 @@ def run_one(
             )
             print(
                 f"  {method:16s} {persona.name:8s} seed {seed} update {u}: compliance "
-                f"{ev['compliance']:.2f} ({trained['status']}, {t4 - t0:.0f} s: {rows[-1]['seconds']})",
+                f"{ev['compliance']:.2f} ({trained['status']}, {t4 - t0:.0f} s: "
+                f"{rows[-1]['seconds']})",
                 flush=True,
             )
     finally:
