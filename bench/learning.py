@@ -19,6 +19,11 @@ Run (writes learning.json and learning.png into --out)::
     python -m bench.learning --config quick --methods combined-system   # the other placement
     python -m bench.learning --config full       # 6 personas x 8 updates x 5 methods x 2 seeds
     python -m bench.learning --config smoke      # 1 persona, 1 update, oracle (CI)
+    python -m bench.learning --config quick --bypass-gate --tag learning-quick-bypass
+    python -m bench.learning --summary bench/results/learning-quick.json   # the table again
+
+``--bypass-gate`` also serves adapters the promotion gate rejected, which measures the learner
+alone; without it the curves are the product's, gate included.
 """
 
 from __future__ import annotations
@@ -71,6 +76,7 @@ class Config:
     train_lr: float = 1e-3
     train_epochs: int = 2
     judge_votes: int = 3
+    bypass_gate: bool = False  # serve rejected adapters too: measures the learner, not the gate
 
 
 CONFIGS = {
@@ -177,6 +183,9 @@ class Loop:
                 break
             time.sleep(1)
         gate = row.get("gate") or {}
+        if row["status"] == "rejected" and self.cfg.bypass_gate:
+            self.http.post(f"/v1/adapters/{version}/activate", json={"force": True})
+            row["status"] = "rejected, served anyway (--bypass-gate)"
         return {
             "status": row["status"],
             "version": version,
@@ -298,11 +307,43 @@ def plot(result: dict[str, Any], out: Path) -> Path:
         )
         axes[1][col].set(xlabel="update", ylabel="KL to base (gate, nats/token)")
     axes[0][0].legend(fontsize=7)
-    fig.suptitle(f"clawd learning benchmark ({result['model']})")
+    bypass = " - gate bypassed" if result["config"].get("bypass_gate") else ""
+    fig.suptitle(f"clawd learning benchmark ({result['model']}){bypass}")
     fig.tight_layout()
     fig.savefig(out, dpi=110)
     plt.close(fig)
     return out
+
+
+def summary(result: dict[str, Any]) -> str:
+    """A Markdown table: compliance per update (mean over seeds), verdicts, judge agreement."""
+    n = result["config"]["updates"] + 1
+    head = "| persona | method | " + " | ".join(f"u{i}" for i in range(n))
+    lines = [head + " | gate (served/runs) | judge agreement |", "|---" * (n + 4) + "|"]
+    for persona in result["config"]["personas"]:
+        for method in result["config"]["methods"]:
+            runs = [r for r in result["runs"] if (r["method"], r["persona"]) == (method, persona)]
+            if not runs:
+                continue
+            cells = [
+                f"{statistics.fmean(r['rows'][i]['compliance'] for r in runs):.2f}"
+                for i in range(n)
+            ]
+            trained = [row["train"] for r in runs for row in r["rows"][1:]]
+            served = sum(str(t["status"]).startswith(("active", "retired")) for t in trained)
+            served += sum("served anyway" in str(t["status"]) for t in trained)
+            agree = [
+                row["judge_agreement"]
+                for r in runs
+                for row in r["rows"][1:]
+                if row.get("judge_agreement") is not None
+            ]
+            judge = f"{statistics.fmean(agree):.2f}" if agree else "-"
+            lines.append(
+                f"| {persona} | {method} | " + " | ".join(cells) + f" | {served}/{len(trained)} "
+                f"| {judge} |"
+            )
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -312,8 +353,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--methods", help="comma-separated, from: " + ", ".join(METHODS))
     p.add_argument("--updates", type=int)
     p.add_argument("--interactions", type=int, help="K conversations per update")
+    p.add_argument(
+        "--bypass-gate",
+        action="store_true",
+        help="serve adapters the promotion gate rejected (measures the learner alone)",
+    )
     p.add_argument("--model", default="smollm2-135m", help="installed model name or .gguf path")
     p.add_argument("--out", type=Path, default=Path("bench/results"))
+    p.add_argument("--tag", help="file name stem of the results (default: learning-CONFIG)")
     args = p.parse_args(argv)
     cfg = CONFIGS[args.config]
     for name in ("personas", "methods"):
@@ -322,6 +369,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     for name in ("updates", "interactions"):
         if getattr(args, name):
             cfg = replace(cfg, **{name: getattr(args, name)})
+    if args.bypass_gate:
+        cfg = replace(cfg, bypass_gate=True)
     unknown = [x for x in cfg.personas if x not in PERSONAS] + [
         m for m in cfg.methods if m not in METHODS
     ]
@@ -346,11 +395,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "runs": runs,
     }
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"learning-{args.config}.json").write_text(json.dumps(result, indent=1))
-    plot(result, args.out / f"learning-{args.config}.png")
-    print(f"done in {result['minutes']} min: {args.out}/learning-{args.config}.json and .png")
+    stem = args.tag or f"learning-{args.config}"
+    (args.out / f"{stem}.json").write_text(json.dumps(result, indent=1))
+    plot(result, args.out / f"{stem}.png")
+    print(summary(result))
+    print(f"done in {result['minutes']} min: {args.out}/{stem}.json and .png")
     return result
 
 
 if __name__ == "__main__":
-    main()
+    if len(sys.argv) == 3 and sys.argv[1] == "--summary":  # redo the table of a results file
+        print(summary(json.loads(Path(sys.argv[2]).read_text())))
+    else:
+        main()

@@ -28,6 +28,7 @@ def test_smoke_loop_trains_promotes_and_scores(smollm2_gguf: Path, tmp_path: Pat
     saved = json.loads((tmp_path / "learning-smoke.json").read_text())
     assert saved["runs"][0]["rows"][1]["train"]["version"] == first["train"]["version"]
     assert (tmp_path / "learning-smoke.png").stat().st_size > 10_000
+    assert "| brief | oracle | " in learning.summary(result)
 
 
 def test_personas_check_what_they_say_and_never_leak_the_rule() -> None:
