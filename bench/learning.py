@@ -17,10 +17,10 @@ Run (writes learning.json and learning.png into --out)::
 
     python -m bench.learning --config quick      # 2 personas x 4 updates x 4 methods
     python -m bench.learning --config quick --methods combined-system   # the other placement
-    python -m bench.learning --config full       # 6 personas x 8 updates x 5 methods x 2 seeds
+    python -m bench.learning --config full       # 6 personas x 8 updates x 6 methods x 2 seeds
     python -m bench.learning --config smoke      # 1 persona, 1 update, oracle (CI)
     python -m bench.learning --config quick --bypass-gate --tag learning-quick-bypass
-    python -m bench.learning --summary bench/results/learning-quick.json   # the table again
+    python -m bench.learning --summary bench/results/learning-quick.json  # table, plot again
 
 ``--bypass-gate`` also serves adapters the promotion gate rejected, which measures the learner
 alone; without it the curves are the product's, gate included.
@@ -60,6 +60,12 @@ METHODS: dict[str, dict[str, Any]] = {
         "train_method": "combined",
         "oracle": True,
     },
+    "oracle-system": {
+        "label": "ORACLE signals, hint as system message",
+        "train_method": "combined",
+        "hint_placement": "system",
+        "oracle": True,
+    },
 }
 
 
@@ -76,6 +82,7 @@ class Config:
     train_lr: float = 1e-3
     train_epochs: int = 2
     judge_votes: int = 3
+    judge_max_tokens: int = 96  # the daemon's default
     bypass_gate: bool = False  # serve rejected adapters too: measures the learner, not the gate
 
 
@@ -227,6 +234,7 @@ def run_one(
         "CLAWD_TRAIN_LR": str(cfg.train_lr),
         "CLAWD_TRAIN_EPOCHS": str(cfg.train_epochs),
         "CLAWD_JUDGE_VOTES": str(cfg.judge_votes),
+        "CLAWD_JUDGE_MAX_TOKENS": str(cfg.judge_max_tokens),
     }
     daemon = start_daemon(model, home, settings=settings)
     loop = Loop(daemon, persona, cfg, seed, bool(spec.get("oracle")))
@@ -292,20 +300,24 @@ def plot(result: dict[str, Any], out: Path) -> Path:
             n = min(len(r["rows"]) for r in runs)
             xs = list(range(n))
             ys = [statistics.fmean(r["rows"][i]["compliance"] for r in runs) for i in xs]
-            style = "--" if method == "oracle" else "-"
+            style = "--" if method.startswith("oracle") else "-"
             axes[0][col].plot(xs, ys, style, marker="o", label=METHODS[method]["label"])
             kl = [
                 statistics.fmean((r["rows"][i]["train"].get("kl_to_base") or 0) for r in runs)
                 for i in xs
             ]
             axes[1][col].plot(xs, kl, style, marker=".", label=method)
+        for row in axes:
+            row[col].xaxis.get_major_locator().set_params(integer=True)
         axes[0][col].set(
             title=f"persona '{persona}'",
             xlabel="update",
             ylabel="compliance (held-out, greedy)",
             ylim=(-0.05, 1.05),
         )
-        axes[1][col].set(xlabel="update", ylabel="KL to base (gate, nats/token)")
+        axes[1][col].set(
+            xlabel="update", ylabel="KL to base of the update's adapter\n(gate, nats/token)"
+        )
     axes[0][0].legend(fontsize=7)
     bypass = " - gate bypassed" if result["config"].get("bypass_gate") else ""
     fig.suptitle(f"clawd learning benchmark ({result['model']}){bypass}")
@@ -404,7 +416,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "--summary":  # redo the table of a results file
-        print(summary(json.loads(Path(sys.argv[2]).read_text())))
+    if len(sys.argv) == 3 and sys.argv[1] == "--summary":  # the table and plot again
+        path = Path(sys.argv[2])
+        saved = json.loads(path.read_text())
+        print(summary(saved))
+        plot(saved, path.with_suffix(".png"))
     else:
         main()
