@@ -37,7 +37,6 @@ class ChatEvent:
     conversation_id: str | None = None
     adapter_version: str | None = None
     finish_reason: str | None = None
-    total_ms: float | None = None
 
 
 class Client:
@@ -210,7 +209,6 @@ async def _parse_sse(lines: AsyncIterator[str]) -> AsyncIterator[ChatEvent]:
                     conversation_id=extra.get("conversation_id"),
                     adapter_version=extra.get("adapter_version"),
                     finish_reason=choice["finish_reason"],
-                    total_ms=extra.get("total_ms"),
                 )
 
 

@@ -52,7 +52,6 @@ class LearningPane(Vertical):
     def __init__(self, client: Client, **kw: Any) -> None:
         super().__init__(**kw)
         self.client = client
-        self.rows: dict[int, dict[str, Any]] = {}
         self.training: dict[str, Any] = {}
         self.detail_id: int | None = None
 
@@ -114,9 +113,7 @@ class LearningPane(Vertical):
         table = self.query_one("#signals", DataTable)
         keep = table.cursor_row
         table.clear()
-        self.rows = {}
         for s in signals:
-            self.rows[s["id"]] = s
             status = s.get("sample_status") or "no sample"
             table.add_row(
                 str(s["id"]),
