@@ -20,7 +20,10 @@ Run (writes learning.json and learning.png into --out)::
     python -m bench.learning --config full       # 6 personas x 8 updates x 6 methods x 2 seeds
     python -m bench.learning --config smoke      # 1 persona, 1 update, oracle (CI)
     python -m bench.learning --config quick --bypass-gate --tag learning-quick-bypass
-    python -m bench.learning --summary bench/results/learning-quick.json  # table, plot again
+    python -m bench.learnreport bench/results/learning-quick.json    # the table and plot again
+
+Results are saved after every (method, persona, seed) run in ``<tag>.partial.json``; running the
+same command again resumes there (the full configuration takes hours).
 
 ``--bypass-gate`` also serves adapters the promotion gate rejected, which measures the learner
 alone; without it the curves are the product's, gate included.
@@ -41,6 +44,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.learnreport import plot, summary
 from bench.personas import EVAL_PROMPTS, PERSONAS, Persona, SimulatedUser
 from clawd.config import clawd_home
 from clawd.models import resolve
@@ -284,80 +288,6 @@ def run_one(
     return rows
 
 
-def plot(result: dict[str, Any], out: Path) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    personas = result["config"]["personas"]
-    fig, axes = plt.subplots(2, len(personas), figsize=(5 * len(personas), 7), squeeze=False)
-    for col, persona in enumerate(personas):
-        for method in result["config"]["methods"]:
-            runs = [r for r in result["runs"] if r["method"] == method and r["persona"] == persona]
-            if not runs:
-                continue
-            n = min(len(r["rows"]) for r in runs)
-            xs = list(range(n))
-            ys = [statistics.fmean(r["rows"][i]["compliance"] for r in runs) for i in xs]
-            style = "--" if method.startswith("oracle") else "-"
-            axes[0][col].plot(xs, ys, style, marker="o", label=METHODS[method]["label"])
-            kl = [
-                statistics.fmean((r["rows"][i]["train"].get("kl_to_base") or 0) for r in runs)
-                for i in xs
-            ]
-            axes[1][col].plot(xs, kl, style, marker=".", label=method)
-        for row in axes:
-            row[col].xaxis.get_major_locator().set_params(integer=True)
-        axes[0][col].set(
-            title=f"persona '{persona}'",
-            xlabel="update",
-            ylabel="compliance (held-out, greedy)",
-            ylim=(-0.05, 1.05),
-        )
-        axes[1][col].set(
-            xlabel="update", ylabel="KL to base of the update's adapter\n(gate, nats/token)"
-        )
-    axes[0][0].legend(fontsize=7)
-    bypass = " - gate bypassed" if result["config"].get("bypass_gate") else ""
-    fig.suptitle(f"clawd learning benchmark ({result['model']}){bypass}")
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return out
-
-
-def summary(result: dict[str, Any]) -> str:
-    """A Markdown table: compliance per update (mean over seeds), verdicts, judge agreement."""
-    n = result["config"]["updates"] + 1
-    head = "| persona | method | " + " | ".join(f"u{i}" for i in range(n))
-    lines = [head + " | gate (served/runs) | judge agreement |", "|---" * (n + 4) + "|"]
-    for persona in result["config"]["personas"]:
-        for method in result["config"]["methods"]:
-            runs = [r for r in result["runs"] if (r["method"], r["persona"]) == (method, persona)]
-            if not runs:
-                continue
-            cells = [
-                f"{statistics.fmean(r['rows'][i]['compliance'] for r in runs):.2f}"
-                for i in range(n)
-            ]
-            trained = [row["train"] for r in runs for row in r["rows"][1:]]
-            served = sum(str(t["status"]).startswith(("active", "retired")) for t in trained)
-            served += sum("served anyway" in str(t["status"]) for t in trained)
-            agree = [
-                row["judge_agreement"]
-                for r in runs
-                for row in r["rows"][1:]
-                if row.get("judge_agreement") is not None
-            ]
-            judge = f"{statistics.fmean(agree):.2f}" if agree else "-"
-            lines.append(
-                f"| {persona} | {method} | " + " | ".join(cells) + f" | {served}/{len(trained)} "
-                f"| {judge} |"
-            )
-    return "\n".join(lines)
-
-
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--config", choices=list(CONFIGS), default="quick")
@@ -365,6 +295,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--methods", help="comma-separated, from: " + ", ".join(METHODS))
     p.add_argument("--updates", type=int)
     p.add_argument("--interactions", type=int, help="K conversations per update")
+    p.add_argument("--lr", type=float, dest="train_lr", help="training learning rate")
     p.add_argument(
         "--bypass-gate",
         action="store_true",
@@ -378,7 +309,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     for name in ("personas", "methods"):
         if getattr(args, name):
             cfg = replace(cfg, **{name: getattr(args, name).split(",")})
-    for name in ("updates", "interactions"):
+    for name in ("updates", "interactions", "train_lr"):
         if getattr(args, name):
             cfg = replace(cfg, **{name: getattr(args, name)})
     if args.bypass_gate:
@@ -391,35 +322,48 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     model = resolve(args.model, clawd_home())
     cache = clawd_home() / "cache"  # the torch conversion of the model, shared with the user's
     cache.mkdir(parents=True, exist_ok=True)
-    started, base_eval, runs = time.time(), {}, []
+    args.out.mkdir(parents=True, exist_ok=True)
+    stem = args.tag or f"learning-{args.config}"
+    partial = args.out / f"{stem}.partial.json"
+    started, base_eval, runs, minutes = time.time(), {}, [], 0.0
+    if partial.exists():  # a long configuration resumes where an interrupted one stopped
+        saved = json.loads(partial.read_text())
+        if saved["config"] == asdict(cfg) and saved["model"] == model.name:
+            runs, minutes = saved["runs"], saved["minutes"]
+            for r in runs:
+                base_eval[(r["persona"], r["seed"])] = {
+                    k: r["rows"][0][k] for k in ("compliance", "examples", "adapter")
+                }
+            print(f"resuming {partial}: {len(runs)} runs done", flush=True)
+    done = {(r["method"], r["persona"], r["seed"]) for r in runs}
+
+    def collected() -> dict[str, Any]:
+        return {
+            "model": model.name,
+            "config": asdict(cfg),
+            "config_name": args.config,
+            "date": time.strftime("%Y-%m-%d"),
+            "minutes": round(minutes + (time.time() - started) / 60, 1),
+            "methods": {m: METHODS[m]["label"] for m in cfg.methods},
+            "runs": runs,
+        }
+
     for persona in cfg.personas:
         for seed in cfg.seeds:
             for method in cfg.methods:
+                if (method, persona, seed) in done:
+                    continue
                 rows = run_one(model, method, PERSONAS[persona], cfg, seed, cache, base_eval)
                 runs.append({"method": method, "persona": persona, "seed": seed, "rows": rows})
-    result = {
-        "model": model.name,
-        "config": asdict(cfg),
-        "config_name": args.config,
-        "date": time.strftime("%Y-%m-%d"),
-        "minutes": round((time.time() - started) / 60, 1),
-        "methods": {m: METHODS[m]["label"] for m in cfg.methods},
-        "runs": runs,
-    }
-    args.out.mkdir(parents=True, exist_ok=True)
-    stem = args.tag or f"learning-{args.config}"
+                partial.write_text(json.dumps(collected(), indent=1))
+    result = collected()
     (args.out / f"{stem}.json").write_text(json.dumps(result, indent=1))
     plot(result, args.out / f"{stem}.png")
+    partial.unlink(missing_ok=True)
     print(summary(result))
     print(f"done in {result['minutes']} min: {args.out}/{stem}.json and .png")
     return result
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "--summary":  # the table and plot again
-        path = Path(sys.argv[2])
-        saved = json.loads(path.read_text())
-        print(summary(saved))
-        plot(saved, path.with_suffix(".png"))
-    else:
-        main()
+    main()

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bench import learning
+from bench import learning, learnreport
 from bench.personas import EVAL_PROMPTS, INTERACTION_PROMPTS, PERSONAS, SimulatedUser
 
 
@@ -28,7 +28,7 @@ def test_smoke_loop_trains_promotes_and_scores(smollm2_gguf: Path, tmp_path: Pat
     saved = json.loads((tmp_path / "learning-smoke.json").read_text())
     assert saved["runs"][0]["rows"][1]["train"]["version"] == first["train"]["version"]
     assert (tmp_path / "learning-smoke.png").stat().st_size > 10_000
-    assert "| brief | oracle | " in learning.summary(result)
+    assert "| brief | oracle | " in learnreport.summary(result)
 
 
 def test_personas_check_what_they_say_and_never_leak_the_rule() -> None:
