@@ -31,6 +31,10 @@ class AdapterError(Exception):
     """An adapter is unknown, damaged, for another model, or the action is not allowed."""
 
 
+class AdapterNotFound(AdapterError):
+    """No such adapter version, or it has no training report (a 404 over REST)."""
+
+
 def adapters_dir(home: Path) -> Path:
     path = home / "adapters"
     path.mkdir(parents=True, exist_ok=True)
@@ -115,7 +119,7 @@ def add_candidate(
 def get(store: Store, version: str) -> dict[str, Any]:
     row = next(store.db["adapters"].rows_where("version = ?", [version]), None)
     if row is None:
-        raise AdapterError(f"no adapter {version!r}; see `clawd adapters list`")
+        raise AdapterNotFound(f"no adapter {version!r}; see `clawd adapters list`")
     return {**row, "metrics": json.loads(row["metrics"] or "{}")}
 
 
@@ -156,8 +160,8 @@ def report(store: Store, version: str) -> dict[str, Any]:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise AdapterError(
-            f"no adapter report for {version!r} ({path}: {exc}); it was not made by a training run"
+        raise AdapterNotFound(
+            f"no report for adapter {version!r} ({path}: {exc}); it was not made by a training run"
         ) from None
 
 

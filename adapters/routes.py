@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
 from adapters import promote, registry
-from adapters.registry import AdapterError
+from adapters.registry import AdapterError, AdapterNotFound
 from clawd.store import Store
 
 router = APIRouter()
@@ -27,7 +27,7 @@ class ActivateRequest(BaseModel):
 def _error(exc: AdapterError, status: int = 409) -> Exception:
     from clawd.serve import ApiError
 
-    missing = str(exc).startswith("no adapter")
+    missing = isinstance(exc, AdapterNotFound)
     return ApiError(
         404 if missing else status,
         str(exc),

@@ -15,10 +15,6 @@ from ui.app import ClawdApp
 from ui.client import Client
 
 
-def app_for(daemon: RunningDaemon, export_dir: Path) -> ClawdApp:
-    return ClawdApp(Client(daemon.url, daemon.token), export_dir)
-
-
 async def until(
     pilot: Pilot, predicate: Callable[[], Any], timeout: float = 120, what: str = ""
 ) -> Any:
@@ -40,7 +36,7 @@ def drive(
     """Run ``scenario(pilot, app)`` in a TUI connected to ``daemon``."""
 
     async def main() -> None:
-        app = app_for(daemon, export_dir)
+        app = ClawdApp(Client(daemon.url, daemon.token), export_dir)
         try:
             async with app.run_test(size=size) as pilot:
                 await pilot.pause()

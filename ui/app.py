@@ -114,8 +114,7 @@ class ClawdApp(App):
 
     # -- chat actions -----------------------------------------------------------------------
     def action_stop(self) -> None:
-        if not self.chat.cancel() and len(self.screen_stack) > 1:
-            self.pop_screen()
+        self.chat.cancel()  # dialogs and the why view close on Esc by their own bindings
 
     async def action_new_chat(self) -> None:
         await self.action_view("chat")
