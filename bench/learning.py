@@ -17,7 +17,7 @@ Run (writes learning.json and learning.png into --out)::
 
     python -m bench.learning --config quick      # 2 personas x 4 updates x 4 methods
     python -m bench.learning --config quick --methods combined-system   # the other placement
-    python -m bench.learning --config full       # 6 personas x 8 updates x 6 methods x 2 seeds
+    python -m bench.learning --config full --jobs 2   # 6 personas x 8 updates x 6 methods x 2 seeds
     python -m bench.learning --config smoke      # 1 persona, 1 update, oracle (CI)
     python -m bench.learning --config quick --bypass-gate --tag learning-quick-bypass
     python -m bench.learnreport bench/results/learning-quick.json    # the table and plot again
@@ -33,11 +33,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import statistics
 import sys
 import tempfile
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -103,6 +106,9 @@ CONFIGS = {
     ),
     "full": Config(list(PERSONAS), list(METHODS), 8, eval_prompts=12, seeds=[0, 1]),
 }
+
+
+_BASE_LOCKS: dict[tuple[str, int], threading.Lock] = {}
 
 
 class Loop:
@@ -225,7 +231,14 @@ class Loop:
 
 
 def run_one(
-    model: Path, method: str, persona: Persona, cfg: Config, seed: int, cache: Path, base_eval: dict
+    model: Path,
+    method: str,
+    persona: Persona,
+    cfg: Config,
+    seed: int,
+    cache: Path,
+    base_eval: dict,
+    threads: int = 2,
 ) -> list[dict[str, Any]]:
     spec = METHODS[method]
     home = Path(tempfile.mkdtemp(prefix=f"clawd-learn-{method}-{persona.name}-"))
@@ -239,14 +252,17 @@ def run_one(
         "CLAWD_TRAIN_EPOCHS": str(cfg.train_epochs),
         "CLAWD_JUDGE_VOTES": str(cfg.judge_votes),
         "CLAWD_JUDGE_MAX_TOKENS": str(cfg.judge_max_tokens),
+        "CLAWD_N_THREADS": str(threads),
+        "CLAWD_TRAIN_THREADS": str(threads),
     }
     daemon = start_daemon(model, home, settings=settings)
     loop = Loop(daemon, persona, cfg, seed, bool(spec.get("oracle")))
     rows = []
     try:
         key = (persona.name, seed)
-        if key not in base_eval:  # the base model's score is the same for every method
-            base_eval[key] = loop.evaluate()
+        with _BASE_LOCKS.setdefault(key, threading.Lock()):  # parallel jobs wait for one
+            if key not in base_eval:  # the base model's score is the same for every method
+                base_eval[key] = loop.evaluate()
         rows.append({"update": 0, **base_eval[key], "train": {"status": "base"}})
         for u in range(1, cfg.updates + 1):
             t0 = time.monotonic()
@@ -301,6 +317,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         action="store_true",
         help="serve adapters the promotion gate rejected (measures the learner alone)",
     )
+    p.add_argument("--jobs", type=int, default=1, help="runs side by side, on cores/jobs threads")
     p.add_argument("--model", default="smollm2-135m", help="installed model name or .gguf path")
     p.add_argument("--out", type=Path, default=Path("bench/results"))
     p.add_argument("--tag", help="file name stem of the results (default: learning-CONFIG)")
@@ -314,11 +331,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             cfg = replace(cfg, **{name: getattr(args, name)})
     if args.bypass_gate:
         cfg = replace(cfg, bypass_gate=True)
-    unknown = [x for x in cfg.personas if x not in PERSONAS] + [
-        m for m in cfg.methods if m not in METHODS
-    ]
-    if unknown:
-        p.error(f"unknown persona or method: {', '.join(unknown)}")
+    if unknown := {*cfg.personas} - {*PERSONAS} | {*cfg.methods} - {*METHODS}:
+        p.error(f"unknown persona or method: {', '.join(sorted(unknown))}")
     model = resolve(args.model, clawd_home())
     cache = clawd_home() / "cache"  # the torch conversion of the model, shared with the user's
     cache.mkdir(parents=True, exist_ok=True)
@@ -348,14 +362,29 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "runs": runs,
         }
 
-    for persona in cfg.personas:
-        for seed in cfg.seeds:
-            for method in cfg.methods:
-                if (method, persona, seed) in done:
-                    continue
-                rows = run_one(model, method, PERSONAS[persona], cfg, seed, cache, base_eval)
-                runs.append({"method": method, "persona": persona, "seed": seed, "rows": rows})
-                partial.write_text(json.dumps(collected(), indent=1))
+    todo = [
+        (method, persona, seed)
+        for persona in cfg.personas
+        for seed in cfg.seeds
+        for method in cfg.methods
+        if (method, persona, seed) not in done
+    ]
+    threads = max(1, (os.cpu_count() or 2) // args.jobs)
+    saving = threading.Lock()
+
+    def one(job: tuple[str, str, int]) -> None:
+        method, persona, seed = job
+        rows = run_one(model, method, PERSONAS[persona], cfg, seed, cache, base_eval, threads)
+        with saving:
+            runs.append({"method": method, "persona": persona, "seed": seed, "rows": rows})
+            partial.write_text(json.dumps(collected(), indent=1))
+
+    with ThreadPoolExecutor(args.jobs) as pool:
+        try:
+            list(pool.map(one, todo))
+        except BaseException:  # the first failure stops the rest; what finished is saved
+            pool.shutdown(cancel_futures=True)
+            raise
     result = collected()
     (args.out / f"{stem}.json").write_text(json.dumps(result, indent=1))
     plot(result, args.out / f"{stem}.png")

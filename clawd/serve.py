@@ -356,6 +356,9 @@ def run(
             "pass --allow-remote if you really mean it"
         )
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    # APScheduler logs two lines per job run (promotion every 5 s): 99 % of a day's log.
+    # Its errors (a job that raised) still show; clawd's jobs log what they did themselves.
+    logging.getLogger("apscheduler").setLevel(logging.ERROR)
     if host not in LOOPBACK:
         log.warning(
             "!!! clawd is listening on %s: anyone who can reach it and has the token can "

@@ -76,6 +76,13 @@ def test_a_corrective_reply_becomes_a_signal_and_a_sample(daemon: RunningDaemon)
         assert health["jobs"]["signals"]["enabled"] and health["jobs"]["signals"]["runs"] > 0
 
 
+def test_the_daemon_log_says_what_happened_not_every_job_run(daemon: RunningDaemon) -> None:
+    wait_for(lambda: httpx.get(f"{daemon.url}/health").json()["jobs"]["signals"]["runs"] >= 3)
+    log = daemon.log.read_text()
+    assert "clawd on http://" in log
+    assert "Running job" not in log and "executed successfully" not in log
+
+
 def test_kill_9_during_the_job_leaves_exactly_one_signal_set(
     any_gguf: Path, tmp_path: Path
 ) -> None:
