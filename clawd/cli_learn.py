@@ -76,6 +76,8 @@ def signals_show(signal_id: int = typer.Argument(..., help="The signal id (see `
     out.print(f"[bold]answer:[/] {s['response']}", highlight=False)
     out.print(f"[bold]next ({s['next_role']}):[/] {s['next_state']}", highlight=False)
     out.print(f"[bold]hint[/] ({s['hint_source'] or 'none'}): {s['hint'] or '-'}", highlight=False)
+    if s["judge_model"]:
+        out.print(f"[bold]judged by[/] {s['judge_model']}", highlight=False)
     for i, v in enumerate(s["votes"]):
         out.print(
             f"[bold]vote {i} ({v['kind']}) -> {v['score']}[/]\n{v['raw_text']}", highlight=False

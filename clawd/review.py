@@ -23,7 +23,7 @@ class ReviewError(Exception):
 
 
 LIST_SQL = """
-SELECT s.id, s.turn_id, s.score, s.hint, s.hint_source, s.created_at,
+SELECT s.id, s.turn_id, s.score, s.hint, s.hint_source, s.judge_model, s.created_at,
        t.conversation_id, substr(t.response_text, 1, 200) AS response,
        substr(n.content, 1, 200) AS next_state, n.role AS next_role,
        x.id AS sample_id, x.kind AS sample_kind, x.status AS sample_status,

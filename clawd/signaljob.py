@@ -245,6 +245,7 @@ def status_dict(job: SignalJob | None, store: Store) -> dict[str, Any]:
     st = job.status
     return {
         "enabled": True,
+        "judge": job.judge.model_path.name,
         "running": st.running,
         "runs": st.runs,
         "processed": st.processed,

@@ -168,3 +168,30 @@ def test_approval_and_veto(store: Store, judge: Judge) -> None:
         review.set_status(store, sig["id"], "approved")
     with pytest.raises(record.NotFound):
         review.set_status(store, 999, "vetoed")
+
+
+def test_the_signals_commands_show_and_review(store: Store, judge: Judge) -> None:
+    from typer.testing import CliRunner
+
+    from clawd.cli import app
+
+    tid = exchange(store)
+    rated = exchange(store, reply=None)
+    record.add_feedback(store, rated, -1, "Shorter.")
+    assert job(store, judge).run_once() == 2
+    judged = next(iter(signal_sets(store, tid)))
+    fb = next(iter(signal_sets(store, rated)))
+    run = CliRunner().invoke
+    listed = run(app, ["signals", "list"])
+    assert listed.exit_code == 0 and "Shorter." in listed.stdout
+    shown = run(app, ["signals", "show", str(judged["id"])])
+    assert shown.exit_code == 0, shown.output
+    assert "judged by fixture" in shown.stdout and "vote 2 (judge)" in shown.stdout
+    assert "judged by" not in run(app, ["signals", "show", str(fb["id"])]).stdout  # feedback
+    assert run(app, ["signals", "veto", str(fb["id"])]).exit_code == 0
+    assert run(app, ["signals", "list", "--status", "vetoed"]).stdout.count("Shorter.") == 1
+    assert run(app, ["signals", "approve", str(fb["id"])]).exit_code == 0
+    sample = next(iter(store.db["samples"].rows_where("signal_id = ?", [fb["id"]])))
+    assert sample["status"] == "approved"
+    missing = run(app, ["signals", "show", "999"])
+    assert missing.exit_code == 1 and "no signal with id 999" in missing.output

@@ -83,6 +83,21 @@ def test_the_daemon_log_says_what_happened_not_every_job_run(daemon: RunningDaem
     assert "Running job" not in log and "executed successfully" not in log
 
 
+def test_another_model_can_judge(smollm2_gguf: Path, tiny_qwen3_gguf: Path, tmp_path: Path) -> None:
+    judge = {**FAST_JOB, "CLAWD_JUDGE_MODEL": str(tiny_qwen3_gguf)}
+    d = start_daemon(smollm2_gguf, tmp_path / "judge-home", settings=judge)
+    try:
+        jobs = httpx.get(f"{d.url}/health").json()["jobs"]
+        assert jobs["signals"]["judge"] == tiny_qwen3_gguf.name != smollm2_gguf.name
+        with d.client() as c:
+            turn = converse(c, "What is the capital of France?", "No, that's wrong.")
+            sig = wait_for(lambda: signal_of(c, turn))
+        assert sig["judge_model"] == str(tiny_qwen3_gguf)
+        assert len(sig["votes"]) == 3 and all("\\boxed{" in v["raw_text"] for v in sig["votes"])
+    finally:
+        d.stop()
+
+
 def test_kill_9_during_the_job_leaves_exactly_one_signal_set(
     any_gguf: Path, tmp_path: Path
 ) -> None:

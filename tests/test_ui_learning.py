@@ -27,23 +27,23 @@ def test_review_a_signal_then_train_with_a_live_progress_bar(
         await pilot.press("f2")
         pane = app.query_one(LearningPane)
         table = pane.query_one("#signals", DataTable)
-        await until(pilot, lambda: str(sid) in [k.value for k in table.rows], 20)
+        await until(pilot, lambda: str(sid) in [k.value for k in table.rows], 60)
         row = [k.value for k in table.rows].index(str(sid))
         table.move_cursor(row=row)
         detail = pane.query_one("#signal-text", Static)
-        await until(pilot, lambda: "No lists, one line." in str(detail.render()), 30)
+        await until(pilot, lambda: "No lists, one line." in str(detail.render()), 60)
         await pilot.press("v")
         with daemon.client() as c:
             vetoed = lambda: c.get(f"/v1/signals/{sid}").json()["sample"]["status"] == "vetoed"  # noqa: E731
-            await until(pilot, vetoed, 30)
+            await until(pilot, vetoed, 60)
         await pilot.press("a")
         with daemon.client() as c:
             approved = lambda: c.get(f"/v1/signals/{sid}").json()["sample"]["status"] == "approved"  # noqa: E731
-            await until(pilot, approved, 30)
+            await until(pilot, approved, 60)
         assert "approved samples waiting" in str(pane.query_one("#schedule", Static).render())
         await pilot.press("t")
         bar = pane.query_one("#train-progress", ProgressBar)
-        await until(pilot, lambda: bar.display, 30, "the progress bar")
+        await until(pilot, lambda: bar.display, 60, "the progress bar")
         await until(pilot, lambda: bar.total and bar.progress >= 1, 300, "a training step")
         await until(pilot, lambda: not pane.training.get("running"), 300, "the run to end")
         await pilot.pause(2.5)  # one more poll draws the finished run
