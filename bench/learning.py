@@ -208,6 +208,7 @@ class Loop:
             "version": version,
             "kl_to_base": gate.get("kl_to_base"),
             "gate_passed": gate.get("passed"),
+            "failed_checks": [k for k, ok in (gate.get("checks") or {}).items() if not ok],
             "samples": run["n_samples"],
         }
 
@@ -283,6 +284,7 @@ def run_one(
                     "train": trained,
                     "signals": len(signals),
                     "judge_agreement": statistics.fmean(agree) if agree else None,
+                    "signal_scores": [s["score"] for s in signals],
                     "violations": sum(t["oracle"] < 0 for t in turns),
                     "seconds": {
                         "interact": round(t1 - t0, 1),

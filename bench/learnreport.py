@@ -88,8 +88,45 @@ def summary(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def diagnosis(result: dict[str, Any]) -> str:
+    """Per method, over all personas and seeds: what the signals said and why the gate refused.
+
+    Only updates that recorded ``signal_scores`` and ``failed_checks`` count (older results
+    lack them).
+    """
+    k = result["config"]["interactions"]
+    lines = [
+        "| method | updates | turns the checkers call violations | signal scores +1 / 0 / -1 "
+        "| passed the gate | rejected: drift | rejected: held-out checks only |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for method in result["config"]["methods"]:
+        rows = [
+            row
+            for r in result["runs"]
+            if r["method"] == method
+            for row in r["rows"][1:]
+            if "signal_scores" in row and "failed_checks" in row["train"]
+        ]
+        if not rows:
+            continue
+        scores = [x for row in rows for x in row["signal_scores"]]
+        share = " / ".join(f"{scores.count(v) / max(len(scores), 1):.0%}" for v in (1, 0, -1))
+        failed = [row["train"]["failed_checks"] for row in rows]
+        drift = sum("drift_under_limit" in f for f in failed)
+        held = sum(bool(f) and "drift_under_limit" not in f for f in failed)
+        violations = statistics.fmean(row["violations"] / k for row in rows)
+        lines.append(
+            f"| {method} | {len(rows)} | {violations:.0%} | {share} "
+            f"| {len(rows) - drift - held} | {drift} | {held} |"
+        )
+    return "\n".join(lines)
+
+
 if __name__ == "__main__":
     path = Path(sys.argv[1])
     saved = json.loads(path.read_text())
     print(summary(saved))
+    print()
+    print(diagnosis(saved))
     plot(saved, path.with_suffix(".png"))

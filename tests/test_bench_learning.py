@@ -29,6 +29,12 @@ def test_smoke_loop_trains_promotes_and_scores(smollm2_gguf: Path, tmp_path: Pat
     assert saved["runs"][0]["rows"][1]["train"]["version"] == first["train"]["version"]
     assert (tmp_path / "learning-smoke.png").stat().st_size > 10_000
     assert "| brief | oracle | " in learnreport.summary(result)
+    assert len(first["signal_scores"]) == learning.CONFIGS["smoke"].interactions and set(
+        first["signal_scores"]
+    ) <= {1, -1}
+    verdict = "rejected" if first["train"]["failed_checks"] else "active"
+    assert first["train"]["status"] == verdict
+    assert "| oracle | 1 | " in learnreport.diagnosis(result)
 
 
 def test_personas_check_what_they_say_and_never_leak_the_rule() -> None:
