@@ -20,7 +20,8 @@ def plot(result: dict[str, Any], out: Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    personas = result["config"]["personas"]
+    ran = {r["persona"] for r in result["runs"]}  # a partial result lacks some
+    personas = [p for p in result["config"]["personas"] if p in ran]
     fig, axes = plt.subplots(2, len(personas), figsize=(5 * len(personas), 7), squeeze=False)
     for col, persona in enumerate(personas):
         for method in result["config"]["methods"]:
