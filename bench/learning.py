@@ -239,7 +239,7 @@ def run_one(
     seed: int,
     cache: Path,
     base_eval: dict,
-    threads: int = 2,
+    threads: int,
 ) -> list[dict[str, Any]]:
     spec = METHODS[method]
     home = Path(tempfile.mkdtemp(prefix=f"clawd-learn-{method}-{persona.name}-"))

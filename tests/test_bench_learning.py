@@ -29,9 +29,8 @@ def test_smoke_loop_trains_promotes_and_scores(smollm2_gguf: Path, tmp_path: Pat
     assert saved["runs"][0]["rows"][1]["train"]["version"] == first["train"]["version"]
     assert (tmp_path / "learning-smoke.png").stat().st_size > 10_000
     assert "| brief | oracle | " in learnreport.summary(result)
-    assert len(first["signal_scores"]) == learning.CONFIGS["smoke"].interactions and set(
-        first["signal_scores"]
-    ) <= {1, -1}
+    scores = first["signal_scores"]  # explicit feedback: one per turn, +1 or -1
+    assert len(scores) == learning.CONFIGS["smoke"].interactions and set(scores) <= {1, -1}
     verdict = "rejected" if first["train"]["failed_checks"] else "active"
     assert first["train"]["status"] == verdict
     assert "| oracle | 1 | " in learnreport.diagnosis(result)
