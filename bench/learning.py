@@ -47,7 +47,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.learnreport import diagnosis, plot, summary
+from bench.learnreport import plot, report
 from bench.personas import EVAL_PROMPTS, PERSONAS, Persona, SimulatedUser
 from clawd.config import clawd_home
 from clawd.models import resolve
@@ -391,7 +391,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     (args.out / f"{stem}.json").write_text(json.dumps(result, indent=1))
     plot(result, args.out / f"{stem}.png")
     partial.unlink(missing_ok=True)
-    print(summary(result), diagnosis(result), sep="\n\n")
+    print(report(result))
     print(f"done in {result['minutes']} min: {args.out}/{stem}.json and .png")
     return result
 

@@ -124,10 +124,13 @@ def diagnosis(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def report(result: dict[str, Any]) -> str:
+    """The compliance table and the diagnosis table, as Markdown."""
+    return f"{summary(result)}\n\n{diagnosis(result)}"
+
+
 if __name__ == "__main__":
     path = Path(sys.argv[1])
     saved = json.loads(path.read_text())
-    print(summary(saved))
-    print()
-    print(diagnosis(saved))
+    print(report(saved))
     plot(saved, path.with_suffix(".png"))
