@@ -178,7 +178,7 @@ class Loop:
 
     def train(self, timeout: float = 1800) -> dict[str, Any]:
         before = self.http.get("/v1/train").json()
-        if before["approved_samples"] == 0:
+        if before["learnable_samples"] == 0:  # none, or none the method can learn from
             return {"status": "no samples"}
         last = before["runs"][0]["id"] if before["runs"] else 0
         self.http.post("/v1/train").raise_for_status()

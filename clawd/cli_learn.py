@@ -22,6 +22,7 @@ from rich.table import Table
 from clawd.cliutil import daemon_call, err, fail, open_store, out
 from clawd.config import ConfigError, clawd_home, load_settings
 from clawd.models import ModelError
+from clawd.signals import LEARNABLE_KINDS
 
 signals_app = typer.Typer(
     help="Review what clawd learned from your replies before it trains.", no_args_is_help=True
@@ -128,9 +129,10 @@ def train_cmd(
 
     home = clawd_home()
     if not now:
+        settings = load_settings(home)
         with open_store() as store:
             runs = list(store.db["training_runs"].rows_where(order_by="id desc", limit=10))
-            waiting = store.db["samples"].count_where("status = 'approved'")
+            waiting, learnable = store.waiting_samples(LEARNABLE_KINDS[settings.train_method])
         table = Table("run", "status", "samples", "adapter", "reason", box=None)
         for r in runs:
             table.add_row(
@@ -141,9 +143,13 @@ def train_cmd(
                 (r["reason"] or "")[:60],
             )
         out.print(table if runs else "no training runs yet")
-        settings = load_settings(home)
+        usable = (
+            f" ({learnable} usable by train_method {settings.train_method})"
+            if learnable < waiting
+            else ""
+        )
         out.print(
-            f"{waiting} approved samples wait; nightly run at {settings.train_at} "
+            f"{waiting} approved samples wait{usable}; nightly run at {settings.train_at} "
             "while `clawd serve` runs; `clawd train --now` trains immediately"
         )
         return
@@ -165,7 +171,7 @@ def train_cmd(
         try:
             summary = train.run(home, progress=progress, trigger="cli")
         except train.NothingToTrain as exc:
-            out.print(f"{exc}: reply to a few answers first (see `clawd signals list`)")
+            out.print(f"{exc} (see `clawd signals list`)")
             return
         except (train.TrainingError, ModelError, ConfigError) as exc:
             raise fail(f"training failed: {exc}") from None

@@ -31,6 +31,7 @@ from clawd.config import Settings
 from clawd.engine import Engine
 from clawd.judge import Judge
 from clawd.signaljob import SignalJob
+from clawd.signals import LEARNABLE_KINDS
 from clawd.store import Store
 
 log = logging.getLogger("clawd.jobs")
@@ -135,8 +136,8 @@ class Jobs:
             return
         if self._store is None:
             self._store = Store.open(self.home)
-        waiting = self._store.db["samples"].count_where("status = 'approved'")
-        if waiting >= s.train_min_samples:
+        _, learnable = self._store.waiting_samples(LEARNABLE_KINDS[s.train_method])
+        if learnable >= s.train_min_samples:
             self.start_training("idle")
 
     def _promote(self) -> None:
@@ -157,7 +158,8 @@ class Jobs:
         return out
 
 
-def training_status(store: Store, jobs: Jobs | None) -> dict[str, Any]:
+def training_status(store: Store, jobs: Jobs | None, method: str) -> dict[str, Any]:
+    approved, learnable = store.waiting_samples(LEARNABLE_KINDS[method])
     runs = list(store.db["training_runs"].rows_where(order_by="id desc", limit=20))
     latest = runs[0]["id"] if runs else None
     steps = (
@@ -172,6 +174,8 @@ def training_status(store: Store, jobs: Jobs | None) -> dict[str, Any]:
         "running": bool(jobs and jobs.training),
         "runs": runs,
         "latest_steps": steps,
-        "approved_samples": store.db["samples"].count_where("status = 'approved'"),
+        "approved_samples": approved,
+        "learnable_samples": learnable,
+        "train_method": method,
         "next_runs": jobs.next_runs() if jobs else {},
     }

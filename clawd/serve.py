@@ -37,6 +37,7 @@ from clawd.models import resolve, sha256_file
 from clawd.protocol import ConversationUpdate, FeedbackRequest, error_body
 from clawd.scheduler import Jobs, training_status
 from clawd.signaljob import status_dict
+from clawd.signals import LEARNABLE_KINDS, nothing_to_learn
 from clawd.store import Store
 
 log = logging.getLogger("clawd")
@@ -312,17 +313,17 @@ def create_app(daemon: Daemon) -> FastAPI:
 
     @app.get("/v1/train", summary="Training runs, the latest run's steps, the schedule")
     async def train_status(d: Daemon = Depends(authorize)) -> dict:
-        return training_status(d.store, d.jobs)
+        return training_status(d.store, d.jobs, d.settings.train_method)
 
     @app.post("/v1/train", summary="Start a training run now", status_code=202)
     async def train_now(d: Daemon = Depends(authorize)) -> dict:
         d.require_ready()
         if d.jobs is None:
             raise ApiError(503, "the daemon's jobs are not running", "service_unavailable")
-        if d.store.db["samples"].count_where("status = 'approved'") == 0:
-            raise ApiError(
-                409, "no approved samples to train on", "invalid_request_error", "nothing_to_train"
-            )
+        method = d.settings.train_method
+        why = nothing_to_learn(*d.store.waiting_samples(LEARNABLE_KINDS[method]), method)
+        if why:
+            raise ApiError(409, why, "invalid_request_error", "nothing_to_train")
         pid = d.jobs.start_training("api")
         if pid is None:
             raise ApiError(

@@ -127,6 +127,29 @@ def sample_kind(score: int, hint: str | None) -> str | None:
     return None
 
 
+# What each training method (``train_method``) can learn from: a sample of another kind gives it
+# an advantage of 0 on every token, so training on it alone would change nothing.
+LEARNABLE_KINDS: dict[str, tuple[str, ...]] = {
+    "combined": ("opd+rl", "opd", "rl"),
+    "opd": ("opd+rl", "opd"),
+    "rl": ("opd+rl", "rl"),
+}
+NEEDS = {"opd": "a hint", "rl": "a +1 or -1 score", "combined": "a hint or a score"}
+
+
+def nothing_to_learn(approved: int, learnable: int, method: str) -> str | None:
+    """Why a run of ``method`` would learn nothing from the waiting samples (None if it would)."""
+    if approved == 0:
+        return "no approved samples to train on: reply to a few answers first"
+    if learnable == 0:
+        return (
+            f"nothing to learn: training method '{method}' needs samples with {NEEDS[method]},"
+            f" and none of the {approved} approved samples has one (they wait for"
+            " train_method = combined)"
+        )
+    return None
+
+
 @dataclass(frozen=True)
 class Decision:
     score: int

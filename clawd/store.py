@@ -80,6 +80,16 @@ class Store:
         rows = self.db["events"].rows_where(where, args, order_by="id desc", limit=limit)
         return [{**r, "data": json.loads(r["data"]) if r["data"] else {}} for r in rows]
 
+    def waiting_samples(self, kinds: tuple[str, ...]) -> tuple[int, int]:
+        """Approved samples of turns that may be learned from, and how many are of ``kinds``."""
+        marks = ", ".join("?" * len(kinds))
+        approved, of_kinds = self.db.execute(
+            f"SELECT COUNT(*), COALESCE(SUM(x.kind IN ({marks})), 0) FROM samples x "
+            "JOIN turns t ON t.id = x.turn_id WHERE x.status = 'approved' AND t.learn = 1",
+            list(kinds),
+        ).fetchone()
+        return int(approved), int(of_kinds)
+
     def counts(self) -> dict[str, int]:
         """Row counts of the main tables (for `clawd status`-like summaries)."""
         return {

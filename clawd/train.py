@@ -40,6 +40,7 @@ from clawd import ppo
 from clawd.batches import Example, build_examples
 from clawd.config import Settings, clawd_home, load_settings
 from clawd.models import resolve, sha256_file
+from clawd.signals import LEARNABLE_KINDS, nothing_to_learn
 from clawd.store import Store
 
 log = logging.getLogger("clawd.train")
@@ -87,10 +88,18 @@ class TrainConfig:
             "kl_coef": self.kl_coef >= 0,
             "norm_tokens": self.norm_tokens >= 1,
             "hint_placement": self.hint_placement in ("user", "system"),
+            "w_opd/w_rl": min(self.w_opd, self.w_rl) >= 0 and max(self.w_opd, self.w_rl) > 0,
         }
         bad = [k for k, ok in checks.items() if not ok]
         if bad:
             raise ValueError(f"invalid training setting(s): {', '.join(bad)}")
+
+    @property
+    def method(self) -> str:
+        """The ``train_method`` these weights amount to: combined, opd or rl."""
+        if self.w_opd and self.w_rl:
+            return "combined"
+        return "opd" if self.w_opd else "rl"
 
     @classmethod
     def from_settings(cls, s: Settings) -> TrainConfig:
@@ -147,16 +156,18 @@ def run(
     model_path = resolve(model_name, home)
     with run_lock(home), Store.open(home) as store:
         _clean_up_after_crashes(store, home)
+        kinds = LEARNABLE_KINDS[cfg.method]  # a sample of another kind would teach nothing
         samples = list(
             store.db.query(
                 "SELECT x.*, t.prompt_messages, t.params FROM samples x JOIN turns t "
                 "ON t.id = x.turn_id WHERE x.status = 'approved' AND t.learn = 1 "
-                "ORDER BY x.id LIMIT ?",
-                [cfg.max_samples],
+                f"AND x.kind IN ({', '.join('?' * len(kinds))}) ORDER BY x.id LIMIT ?",
+                [*kinds, cfg.max_samples],
             )
         )
         if not samples:
-            raise NothingToTrain("no approved samples to train on")
+            approved, _ = store.waiting_samples(kinds)
+            raise NothingToTrain(nothing_to_learn(approved, 0, cfg.method) or "")
         run_id = (
             store.db["training_runs"]
             .insert(

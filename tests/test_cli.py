@@ -79,3 +79,18 @@ def test_serve_refuses_a_public_address_without_the_flag(home: Path) -> None:
     result = runner.invoke(app, ["serve", "--host", "0.0.0.0"])
     assert result.exit_code != 0
     assert "--allow-remote" in result.output
+
+
+def test_train_shows_how_many_waiting_samples_the_method_can_use(
+    home: Path, tiny_qwen3_gguf: Path
+) -> None:
+    from clawd.store import Store
+    from tests.test_train import add_sample
+
+    with Store.open(home) as store:
+        add_sample(store, tiny_qwen3_gguf, hint=None, reward=-1, kind="rl")
+    result = runner.invoke(app, ["train"], env={"CLAWD_TRAIN_METHOD": "opd"})
+    assert result.exit_code == 0, result.output
+    assert "1 approved samples wait (0 usable by train_method opd)" in result.output
+    result = runner.invoke(app, ["train"])
+    assert "1 approved samples wait;" in result.output

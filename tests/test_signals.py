@@ -3,9 +3,11 @@
 import pytest
 
 from clawd.signals import (
+    LEARNABLE_KINDS,
     decide,
     judge_messages,
     majority,
+    nothing_to_learn,
     parse_boxed,
     parse_hint,
     sample_kind,
@@ -84,6 +86,16 @@ def test_hints_are_parsed_filtered_and_the_longest_wins() -> None:
 )
 def test_combination_table(score: int, hint: str | None, kind: str | None) -> None:
     assert sample_kind(score, hint) == kind
+
+
+def test_nothing_to_learn_says_why() -> None:
+    assert nothing_to_learn(3, 1, "opd") is None
+    assert "reply to a few answers" in str(nothing_to_learn(0, 0, "combined"))
+    why = str(nothing_to_learn(4, 0, "rl"))
+    assert "'rl' needs samples with a +1 or -1 score" in why and "none of the 4" in why
+    assert set(LEARNABLE_KINDS["opd"]) | set(LEARNABLE_KINDS["rl"]) == set(
+        LEARNABLE_KINDS["combined"]
+    )
 
 
 def test_judge_extractor() -> None:

@@ -13,6 +13,7 @@ import torch
 from clawd import ppo, record, train
 from clawd.chattemplate import ChatTemplate
 from clawd.config import Settings
+from clawd.signals import LEARNABLE_KINDS
 from clawd.store import Store
 from tests.test_export import llama_logprobs
 
@@ -240,6 +241,30 @@ def test_bad_settings_are_refused() -> None:
         train.TrainConfig(lr=5.0)
     with pytest.raises(ValueError, match="hint_placement"):
         train.TrainConfig(hint_placement="nowhere")
+    with pytest.raises(ValueError, match="w_opd/w_rl"):
+        train.TrainConfig(w_opd=0.0, w_rl=0.0)
+
+
+def test_a_method_trains_only_on_samples_it_can_learn_from(any_gguf: Path, home: Path) -> None:
+    """OPD alone learns nothing from a hint-less sample: no run, no adapter, nothing used up."""
+    with Store.open(home) as store:
+        scored = add_sample(store, any_gguf, hint=None, reward=-1, kind="rl")
+        assert store.waiting_samples(LEARNABLE_KINDS["opd"]) == (1, 0)
+    opd = small(w_rl=0.0)
+    assert opd.method == "opd"
+    with pytest.raises(train.NothingToTrain, match="'opd' needs samples with a hint"):
+        train.run(home, settings_for(any_gguf), cfg=opd)
+    with Store.open(home) as store:
+        assert store.db["training_runs"].count == 0
+        assert store.db["samples"].get(scored)["status"] == "approved"
+        hinted = add_sample(store, any_gguf, hint="Answer in one word.", reward=0, kind="opd")
+        assert store.waiting_samples(LEARNABLE_KINDS["opd"]) == (2, 1)
+    summary = train.run(home, settings_for(any_gguf), cfg=opd)
+    manifest = json.loads((Path(summary["path"]) / "manifest.json").read_text())
+    assert manifest["samples"] == [hinted]
+    with Store.open(home) as store:  # the scored sample waits for a method that can use it
+        assert store.db["samples"].get(scored)["status"] == "approved"
+        assert store.waiting_samples(LEARNABLE_KINDS["combined"]) == (1, 1)
 
 
 def test_the_method_setting_chooses_the_advantage_terms() -> None:

@@ -12,14 +12,12 @@ import pytest
 from tests.daemon import start_daemon
 from tests.test_signals_daemon import converse, signal_of, wait_for
 
+SETTINGS = {"CLAWD_SIGNALS_INTERVAL_S": "1", "CLAWD_JUDGE_MAX_TOKENS": "8"}
+
 
 @pytest.fixture
 def daemon(tiny_qwen3_gguf: Path, tmp_path: Path):
-    d = start_daemon(
-        tiny_qwen3_gguf,
-        tmp_path / "home",
-        settings={"CLAWD_SIGNALS_INTERVAL_S": "1", "CLAWD_JUDGE_MAX_TOKENS": "8"},
-    )
+    d = start_daemon(tiny_qwen3_gguf, tmp_path / "home", settings=SETTINGS)
     yield d
     d.stop()
 
@@ -53,6 +51,7 @@ def test_train_through_rest_makes_a_candidate(daemon) -> None:
         )
         assert done["status"] == "succeeded", done
         status = c.get("/v1/train").json()
+        assert (status["approved_samples"], status["learnable_samples"]) == (0, 0)
         assert status["latest_steps"] and "loss" in status["latest_steps"][0]
         assert "nightly" in status["next_runs"]
     assert (daemon.home / "adapters" / done["adapter_version"] / "adapter.gguf").exists()
@@ -80,3 +79,28 @@ def test_the_daemon_survives_a_trainer_crash(daemon) -> None:
         statuses = {run["status"]: run for run in c.get("/v1/train").json()["runs"]}
     assert "interrupted" in statuses["failed"]["reason"]
     assert not list((daemon.home / "adapters").glob(".tmp-*"))
+
+
+def test_a_method_with_nothing_to_learn_is_refused_with_the_reason(
+    tiny_qwen3_gguf: Path, tmp_path: Path
+) -> None:
+    """OPD alone cannot learn from a bare thumbs-down: 409 with why, and the sample waits."""
+    d = start_daemon(
+        tiny_qwen3_gguf, tmp_path / "home", settings={**SETTINGS, "CLAWD_TRAIN_METHOD": "opd"}
+    )
+    try:
+        with d.client() as c:
+            turn = converse(c, "Name a color.", "ok")
+            assert c.post("/v1/feedback", json={"id": turn, "rating": -1}).status_code == 200
+
+            def counts() -> tuple:
+                t = c.get("/v1/train").json()
+                return t["approved_samples"], t["learnable_samples"], t["train_method"]
+
+            wait_for(lambda: counts() == (1, 0, "opd"), timeout=240)
+            r = c.post("/v1/train")
+            assert r.status_code == 409 and r.json()["error"]["code"] == "nothing_to_train"
+            assert "'opd' needs samples with a hint" in r.json()["error"]["message"]
+            assert c.get("/v1/train").json()["runs"] == []
+    finally:
+        d.stop()

@@ -227,6 +227,8 @@ def handler(request: httpx.Request) -> httpx.Response:
             "runs": [{"id": 1, "status": "succeeded", "adapter_version": VERSION, "reason": None}],
             "latest_steps": STEPS,
             "approved_samples": 1,
+            "learnable_samples": 1,
+            "train_method": "combined",
             "next_runs": {"nightly": "2030-03-18T03:30:00+00:00"},
         },
         ("GET", "/v1/adapters"): {"active": VERSION, "data": [ADAPTER]},

@@ -86,8 +86,14 @@ class LearningPane(Vertical):
 
     def show_training(self, t: dict[str, Any]) -> None:
         nxt = t.get("next_runs") or {}
+        approved, learnable = t.get("approved_samples", 0), t.get("learnable_samples", 0)
+        usable = (
+            f" ([b]{learnable}[/] usable by method {t.get('train_method')})"
+            if learnable < approved
+            else ""
+        )
         lines = [
-            f"[b]{t.get('approved_samples', 0)}[/] approved samples waiting · "
+            f"[b]{approved}[/] approved samples waiting{usable} · "
             f"next nightly run: [b]{when(nxt.get('nightly'))}[/]"
         ]
         runs = t.get("runs") or []
