@@ -134,7 +134,7 @@ LEARNABLE_KINDS: dict[str, tuple[str, ...]] = {
     "opd": ("opd+rl", "opd"),
     "rl": ("opd+rl", "rl"),
 }
-NEEDS = {"opd": "a hint", "rl": "a +1 or -1 score", "combined": "a hint or a score"}
+NEEDS = {"opd": "a hint", "rl": "a +1 or -1 score"}  # combined learns from every sample
 
 
 def nothing_to_learn(approved: int, learnable: int, method: str) -> str | None:

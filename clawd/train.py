@@ -157,6 +157,9 @@ def run(
     with run_lock(home), Store.open(home) as store:
         _clean_up_after_crashes(store, home)
         kinds = LEARNABLE_KINDS[cfg.method]  # a sample of another kind would teach nothing
+        why = nothing_to_learn(*store.waiting_samples(kinds), cfg.method)
+        if why:
+            raise NothingToTrain(why)
         samples = list(
             store.db.query(
                 "SELECT x.*, t.prompt_messages, t.params FROM samples x JOIN turns t "
@@ -165,9 +168,6 @@ def run(
                 [*kinds, cfg.max_samples],
             )
         )
-        if not samples:
-            approved, _ = store.waiting_samples(kinds)
-            raise NothingToTrain(nothing_to_learn(approved, 0, cfg.method) or "")
         run_id = (
             store.db["training_runs"]
             .insert(
