@@ -50,6 +50,20 @@ else
     say "CUDA found: building llama-cpp-python with GGML_CUDA (about 10 minutes the first time)"
     CMAKE_ARGS="-DGGML_CUDA=on" "${PIP[@]}" --no-cache-dir llama-cpp-python
     EXTRAS="cuda"
+  elif grep -qw amx_tile /proc/cpuinfo 2>/dev/null; then
+    # A native build uses ggml's AMX kernels on CPUs that report AMX; in VMs that do not grant
+    # AMX tile state they crash on the first multi-token batch (seen on 2026-11-30). Build for
+    # the CPU's vector units instead, without AMX.
+    say "installing llama-cpp-python without AMX kernels (a source build: about 8 minutes)"
+    FLAGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON"
+    if grep -qw avx512f /proc/cpuinfo; then
+      FLAGS="$FLAGS -DGGML_AVX512=ON"
+      grep -qw avx512_vnni /proc/cpuinfo && FLAGS="$FLAGS -DGGML_AVX512_VNNI=ON"
+      grep -qw avx512vbmi /proc/cpuinfo && FLAGS="$FLAGS -DGGML_AVX512_VBMI=ON"
+      grep -qw avx512_bf16 /proc/cpuinfo && FLAGS="$FLAGS -DGGML_AVX512_BF16=ON"
+    fi
+    CMAKE_ARGS="$FLAGS" "${PIP[@]}" --no-cache-dir llama-cpp-python
+    EXTRAS=""
   else
     say "installing llama-cpp-python (a source build: about 6 minutes the first time)"
     "${PIP[@]}" llama-cpp-python

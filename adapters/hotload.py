@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from clawd.engine import Engine, EngineError
+from clawd.serving.engine import Engine, EngineError
 
 
 class AdapterLoadError(EngineError):
@@ -94,7 +94,7 @@ def activate(engine: Engine, path: Path | None, version: str | None) -> float:
 
 
 if __name__ == "__main__":
-    from clawd.engine import GenParams, generate_blocking
+    from clawd.serving.engine import GenParams, generate_blocking
 
     eng = Engine(Path(sys.argv[1]), n_ctx=1024)
     eng.load()

@@ -6,7 +6,7 @@ active one. ``kill -9`` at any point leaves the database naming an adapter that 
 before, and the next start loads that. On start, an active adapter that fails to load falls
 back to its parent, then to the base model, and the fallback is recorded.
 
-Used by ``clawd.serve``; run alone to print what would be loaded at start::
+Used by ``clawd.serving.app``; run alone to print what would be loaded at start::
 
     python -m adapters.promote
 """
@@ -18,8 +18,8 @@ from pathlib import Path
 
 from adapters import hotload, registry
 from adapters.registry import AdapterError
-from clawd.engine import Engine, EngineError
-from clawd.store import Store
+from clawd.serving.engine import Engine, EngineError
+from clawd.store.db import Store
 
 log = logging.getLogger("clawd.adapters")
 

@@ -22,7 +22,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from clawd.store import Store
+from clawd.store.db import Store
 
 STATUSES = ("candidate", "active", "retired", "rejected")
 

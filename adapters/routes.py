@@ -1,6 +1,6 @@
 """REST routes of the adapter store: list, show, activate, roll back, go to the base model.
 
-Mounted by ``clawd.serve`` behind the token. Activation verifies and hot-loads on a worker
+Mounted by ``clawd.serving.app`` behind the token. Activation verifies and hot-loads on a worker
 thread (the event loop keeps serving) and answers with the serving pause it caused.
 """
 
@@ -14,7 +14,8 @@ from starlette.concurrency import run_in_threadpool
 
 from adapters import promote, registry
 from adapters.registry import AdapterError, AdapterNotFound
-from clawd.store import Store
+from clawd.serving.protocol import ApiError
+from clawd.store.db import Store
 
 router = APIRouter()
 
@@ -25,8 +26,6 @@ class ActivateRequest(BaseModel):
 
 
 def _error(exc: AdapterError, status: int = 409) -> Exception:
-    from clawd.serve import ApiError
-
     missing = isinstance(exc, AdapterNotFound)
     return ApiError(
         404 if missing else status,

@@ -47,11 +47,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.daemon import RunningDaemon, start_daemon
 from bench.learnreport import plot, report
 from bench.personas import EVAL_PROMPTS, PERSONAS, Persona, SimulatedUser
 from clawd.config import clawd_home
 from clawd.models import resolve
-from tests.daemon import RunningDaemon, start_daemon
 
 METHODS: dict[str, dict[str, Any]] = {
     "rl": {"label": "binary RL only (own judge)", "train_method": "rl"},

@@ -23,9 +23,9 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.daemon import start_daemon
 from clawd.config import clawd_home
 from clawd.models import resolve
-from tests.daemon import start_daemon
 
 MAX_TOKENS = 256
 

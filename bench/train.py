@@ -23,11 +23,12 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from clawd import ppo, torchmodel, train
-from clawd.batches import Example, collate
 from clawd.chattemplate import ChatTemplate, teacher_messages
 from clawd.config import clawd_home
 from clawd.models import resolve
+from clawd.training import ppo, torchmodel
+from clawd.training import run as train
+from clawd.training.batches import Example, collate
 
 ANSWER = (
     "The capital of France is Paris. It is known for the Eiffel Tower, the Louvre museum, "

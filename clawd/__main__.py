@@ -1,5 +1,5 @@
 """``python -m clawd`` is the ``clawd`` command."""
 
-from clawd.cli import main
+from clawd.cli.main import main
 
 main()

@@ -1,9 +1,9 @@
 """The model's own chat template, rendered outside llama.cpp, and the teacher context.
 
 ``ChatTemplate`` renders a GGUF's ``tokenizer.chat_template`` with jinja2 (sandboxed) the way
-llama.cpp-based servers do; the engine and the trainer both use it, so the teacher prompt is
-built exactly like the prompts the user's answers came from. ``teacher_messages`` puts a hint
-into a copy of the prompt messages: appended to the last user message (the paper's choice) or
+llama.cpp-based servers do; the engine, the judge and the trainer all use it, so the teacher
+prompt is built exactly like the prompts the user's answers came from. ``teacher_messages`` puts
+a hint into a copy of the prompt messages: appended to the last user message (the paper's choice) or
 as a system message (which concentrated the penalty on the right token in probes on SmolLM2).
 
 Run alone to render a hinted prompt::
@@ -60,6 +60,20 @@ class ChatTemplate:
             token("tokenizer.ggml.bos_token_id"),
             token("tokenizer.ggml.eos_token_id"),
         )
+
+    @classmethod
+    def from_llama(cls, llm: Any, source: Path | str = "the model") -> ChatTemplate:
+        """The template of a loaded ``llama_cpp.Llama``, with its BOS and EOS token texts."""
+        template = llm.metadata.get("tokenizer.chat_template")
+        if not template:
+            raise TemplateError(f"{source} has no chat template")
+        # llama-cpp-python has no public call for a special token's text; its model wrapper does.
+        vocab = llm._model
+
+        def text(tok: int) -> str:
+            return vocab.token_get_text(tok) if tok >= 0 else ""
+
+        return cls(template, text(llm.token_bos()), text(llm.token_eos()))
 
     def render(
         self, messages: list[dict[str, Any]], add_generation_prompt: bool = True, **kwargs: Any

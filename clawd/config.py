@@ -13,6 +13,7 @@ Run alone to print the effective settings::
 from __future__ import annotations
 
 import os
+import secrets
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +41,23 @@ def clawd_home() -> Path:
 
 def config_path(home: Path) -> Path:
     return home / "config.toml"
+
+
+def token_path(home: Path) -> Path:
+    return home / "token"
+
+
+def ensure_token(home: Path) -> str:
+    """The API token, created on first use with mode 0600."""
+    path = token_path(home)
+    if path.exists():
+        return path.read_text(encoding="utf-8").strip()
+    home.mkdir(parents=True, exist_ok=True)
+    token = "clawd-" + secrets.token_urlsafe(32)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(token + "\n")
+    return token
 
 
 class Settings(BaseSettings):

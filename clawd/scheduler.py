@@ -1,14 +1,14 @@
 """Background jobs of the daemon (APScheduler): signals, and when to train.
 
 - ``signals``: every ``signals_interval_s`` seconds, turn replies into signal sets and samples
-  (``clawd.signaljob``), on a judge that yields to the user.
+  (``clawd.signals.job``), on a judge that yields to the user.
 - ``nightly``: at ``train_at`` local time, start a training run.
 - ``promote``: every 5 s, hot-load the newest candidate that passed the gate (``auto_activate``).
 - ``idle``: every minute, start a run early when at least ``train_min_samples`` approved samples
   wait and nobody has sent a request for ``train_idle_minutes``.
 
-Training runs as a separate process (``python -m clawd.train``) at low priority: the daemon keeps
-serving, and survives the trainer crashing. Its output goes to ``CLAWD_HOME/logs/``.
+Training runs as a separate process (``python -m clawd.training.run``) at low priority: the
+daemon keeps serving, and survives the trainer crashing. Its output goes to ``CLAWD_HOME/logs/``.
 
 Not meant to run alone: ``clawd serve`` starts it.
 """
@@ -28,11 +28,11 @@ from typing import Any
 from apscheduler.schedulers.background import BackgroundScheduler
 
 from clawd.config import Settings
-from clawd.engine import Engine
-from clawd.judge import Judge
-from clawd.signaljob import SignalJob
-from clawd.signals import LEARNABLE_KINDS
-from clawd.store import Store
+from clawd.serving.engine import Engine
+from clawd.signals.job import SignalJob
+from clawd.signals.judge import Judge
+from clawd.signals.rules import LEARNABLE_KINDS
+from clawd.store.db import Store
 
 log = logging.getLogger("clawd.jobs")
 
@@ -64,7 +64,7 @@ class Jobs:
                 n_ctx=s.n_ctx,
                 n_threads=s.n_threads,
                 max_tokens=s.judge_max_tokens,
-                yield_to=self.engine,
+                yield_to=self.engine.idle,
             )
             self.signal_job = SignalJob(
                 Store.open(self.home), judge, s, s.judge_model or self.model
@@ -120,7 +120,7 @@ class Jobs:
         out = open(logs / f"train-{time.strftime('%Y%m%d-%H%M%S')}.log", "wb")
         env = {**os.environ, "CLAWD_HOME": str(self.home), "CLAWD_MODEL": str(self.model_path)}
         self.trainer = subprocess.Popen(
-            [sys.executable, "-m", "clawd.train", trigger],
+            [sys.executable, "-m", "clawd.training.run", trigger],
             env=env,
             stdout=out,
             stderr=subprocess.STDOUT,

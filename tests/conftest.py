@@ -72,10 +72,10 @@ def lived_in_daemon(smollm2_gguf: Path, torch_cache: Path, tmp_path_factory):
     The signal job runs every second; automatic promotion is off, so tests decide what serves.
     Yields ``(daemon, version)``.
     """
-    from clawd import train
+    from bench.daemon import start_daemon
     from clawd.config import Settings
-    from clawd.store import Store
-    from tests.daemon import start_daemon
+    from clawd.store.db import Store
+    from clawd.training import run as train
     from tests.test_train import add_sample, small
 
     home = tmp_path_factory.mktemp("lived-in")

@@ -15,9 +15,9 @@ import httpx
 import pytest
 
 from adapters import gate, registry
-from clawd.store import Store
-from tests.adapterkit import make_adapter, register
-from tests.daemon import RunningDaemon, start_daemon
+from bench.adapterkit import make_adapter, register
+from bench.daemon import RunningDaemon, start_daemon
+from clawd.store.db import Store
 
 Q = [{"role": "user", "content": "Tell me something about the sea."}]
 NO_AUTO = {"CLAWD_AUTO_ACTIVATE": "false"}

@@ -7,7 +7,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from clawd.cli import app
+from clawd.cli.main import app
 from clawd.models import pull
 
 runner = CliRunner()
@@ -84,7 +84,7 @@ def test_serve_refuses_a_public_address_without_the_flag(home: Path) -> None:
 def test_train_shows_how_many_waiting_samples_the_method_can_use(
     home: Path, tiny_qwen3_gguf: Path
 ) -> None:
-    from clawd.store import Store
+    from clawd.store.db import Store
     from tests.test_train import add_sample
 
     with Store.open(home) as store:

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from adapters.export import ExportError, export_gguf, permute_rows
-from tests.adapterkit import random_lora
+from bench.adapterkit import random_lora
 
 TEXT = "The quick brown fox jumps over the lazy dog. Paris is the capital of France, and"
 

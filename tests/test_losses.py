@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from clawd.losses import clipped_policy_loss, k3_kl, token_advantages
+from clawd.training.losses import clipped_policy_loss, k3_kl, token_advantages
 
 torch.manual_seed(0)
 

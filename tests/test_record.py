@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from clawd import record
-from clawd.store import Store
+from clawd.store import record
+from clawd.store.db import Store
 
 
 def answer(store: Store, messages: list[dict], reply: str, cid: str | None = None) -> str:

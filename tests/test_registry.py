@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from adapters import registry
+from bench.adapterkit import register
 from clawd.models import sha256_file
-from clawd.store import Store
-from tests.adapterkit import register
+from clawd.store.db import Store
 
 
 @pytest.fixture

@@ -7,12 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from clawd import record, review
 from clawd.config import Settings
-from clawd.judge import Judge
-from clawd.signaljob import SignalJob
-from clawd.signals import parse_boxed
-from clawd.store import Store
+from clawd.signals import review
+from clawd.signals.job import SignalJob
+from clawd.signals.judge import Judge
+from clawd.signals.rules import parse_boxed
+from clawd.store import record
+from clawd.store.db import Store
 
 ANSWER = "The capital of France is Paris. It is known for the Eiffel Tower and its cafes."
 CORRECTION = "No, that's far too long. Answer in one word."
@@ -173,7 +174,7 @@ def test_approval_and_veto(store: Store, judge: Judge) -> None:
 def test_the_signals_commands_show_and_review(store: Store, judge: Judge) -> None:
     from typer.testing import CliRunner
 
-    from clawd.cli import app
+    from clawd.cli.main import app
 
     tid = exchange(store)
     rated = exchange(store, reply=None)

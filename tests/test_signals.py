@@ -2,7 +2,7 @@
 
 import pytest
 
-from clawd.signals import (
+from clawd.signals.rules import (
     LEARNABLE_KINDS,
     decide,
     judge_messages,

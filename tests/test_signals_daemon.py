@@ -10,8 +10,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from clawd.store import Store
-from tests.daemon import RunningDaemon, start_daemon
+from bench.daemon import RunningDaemon, start_daemon
+from clawd.store.db import Store
 
 FAST_JOB = {"CLAWD_SIGNALS_INTERVAL_S": "1", "CLAWD_JUDGE_MAX_TOKENS": "24"}
 

@@ -4,8 +4,8 @@ from pathlib import Path
 import pytest
 import sqlite_utils
 
-from clawd import migrations
-from clawd.store import Store, StoreError
+from clawd.store import migrations
+from clawd.store.db import Store, StoreError
 
 TABLES = {
     "conversations",

@@ -1,6 +1,6 @@
 import pytest
 
-from clawd.textstream import Detokenizer, StopScanner, ThinkingSplitter, split_thinking
+from clawd.serving.textstream import Detokenizer, StopScanner, ThinkingSplitter, split_thinking
 
 
 def test_detokenizer_never_splits_a_character() -> None:

@@ -10,11 +10,13 @@ import numpy as np
 import pytest
 import torch
 
-from clawd import ppo, record, train
 from clawd.chattemplate import ChatTemplate
 from clawd.config import Settings
-from clawd.signals import LEARNABLE_KINDS
-from clawd.store import Store
+from clawd.signals.rules import LEARNABLE_KINDS
+from clawd.store import record
+from clawd.store.db import Store
+from clawd.training import ppo
+from clawd.training import run as train
 from tests.test_export import llama_logprobs
 
 QUESTION = "What is the capital of France?"
@@ -138,8 +140,8 @@ def test_a_run_writes_a_candidate_and_marks_samples_used(any_gguf: Path, home: P
 def test_lora_weights_change_and_base_weights_do_not(
     any_gguf: Path, torch_cache: Path, home: Path
 ) -> None:
-    from clawd import torchmodel
-    from clawd.batches import build_examples
+    from clawd.training import torchmodel
+    from clawd.training.batches import build_examples
 
     base, tok = torchmodel.load(any_gguf, torch_cache)
     cfg = small(rank=16, alpha=32)
@@ -167,7 +169,7 @@ def test_exported_adapter_loads_in_llama_cpp_and_agrees_with_torch(
 ) -> None:
     from peft import PeftModel
 
-    from clawd import torchmodel
+    from clawd.training import torchmodel
 
     with Store.open(home) as store:
         for _ in range(2):

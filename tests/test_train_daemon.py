@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.daemon import start_daemon
+from bench.daemon import start_daemon
 from tests.test_signals_daemon import converse, signal_of, wait_for
 
 SETTINGS = {"CLAWD_SIGNALS_INTERVAL_S": "1", "CLAWD_JUDGE_MAX_TOKENS": "8"}

@@ -7,8 +7,8 @@ from pathlib import Path
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Sparkline, Static
 
+from bench.daemon import RunningDaemon
 from tests import uifixture
-from tests.daemon import RunningDaemon
 from tests.uikit import drive, until
 from ui.adapters import AdaptersPane
 from ui.app import ClawdApp

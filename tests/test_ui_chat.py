@@ -8,7 +8,7 @@ import httpx
 import pytest
 from textual.pilot import Pilot
 
-from tests.daemon import RunningDaemon, free_port, start_daemon
+from bench.daemon import RunningDaemon, free_port, start_daemon
 from tests.uikit import drive, until
 from ui.app import ClawdApp
 from ui.client import Client

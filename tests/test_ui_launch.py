@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.daemon import free_port
+from bench.daemon import free_port
 from ui.launch import LaunchError, ensure, health
 
 

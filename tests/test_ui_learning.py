@@ -7,7 +7,7 @@ from pathlib import Path
 from textual.pilot import Pilot
 from textual.widgets import DataTable, ProgressBar, Static
 
-from tests.daemon import RunningDaemon
+from bench.daemon import RunningDaemon
 from tests.test_signals_daemon import converse, signal_of, wait_for
 from tests.uikit import drive, until
 from ui.app import ClawdApp

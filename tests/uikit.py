@@ -10,7 +10,7 @@ from typing import Any
 
 from textual.pilot import Pilot
 
-from tests.daemon import RunningDaemon
+from bench.daemon import RunningDaemon
 from ui.app import ClawdApp
 from ui.client import Client
 

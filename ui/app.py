@@ -211,8 +211,7 @@ def run(url: str | None = None) -> None:
     """Find or start the daemon, then run the TUI until the user quits."""
     import asyncio
 
-    from clawd.config import clawd_home, load_settings
-    from clawd.serve import ensure_token
+    from clawd.config import clawd_home, ensure_token, load_settings
     from ui.launch import ensure
 
     home = clawd_home()

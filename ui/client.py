@@ -216,8 +216,7 @@ if __name__ == "__main__":
     import asyncio
     import sys
 
-    from clawd.config import clawd_home, load_settings
-    from clawd.serve import ensure_token
+    from clawd.config import clawd_home, ensure_token, load_settings
 
     async def main() -> None:
         home = clawd_home()

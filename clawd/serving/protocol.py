@@ -6,7 +6,7 @@ read are checked strictly and a bad one is a 400 that names it.
 
 Run alone to print the JSON schema of a chat request::
 
-    python -m clawd.protocol
+    python -m clawd.serving.protocol
 """
 
 from __future__ import annotations
@@ -99,6 +99,19 @@ class ConversationUpdate(BaseModel):
 def error_body(message: str, type_: str, code: str | None = None, param: str | None = None) -> dict:
     """OpenAI's error shape."""
     return {"error": {"message": message, "type": type_, "code": code, "param": param}}
+
+
+class ApiError(Exception):
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        type_: str,
+        code: str | None = None,
+        param: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status, self.body = status, error_body(message, type_, code, param)
 
 
 if __name__ == "__main__":

@@ -2,10 +2,12 @@
 
 By default the judge is a second llama.cpp instance over the served GGUF (the file is mmapped,
 so the weights are shared): adapters are set per context, so this one stays the base model and
-does not drift with the policy. Any other GGUF can be configured (``judge_model``).
+does not drift with the policy. Any other GGUF can be configured (``judge_model``). It holds the
+model itself (no serving queue or worker thread): the signal job calls it from its own thread.
 
 It must not make the user wait: before each small batch of prompt tokens and before each new
-token it waits until the serving engine has no user request queued or running.
+token it waits on ``yield_to``, an event the serving engine sets while no user request is
+queued or running.
 
 Each vote reasons freely for up to ``judge_max_tokens`` tokens; when it has not written a
 score by then, ``\\boxed{`` is appended and a grammar restricts the next tokens to a valid score,
@@ -14,7 +16,7 @@ forced). The hint extractor is forced the same way into ``[HINT_START]`` after `
 
 Run alone to judge one exchange with the default model::
 
-    python -m clawd.judge "The capital is Paris." "No, answer in one word."
+    python -m clawd.signals.judge "The capital is Paris." "No, answer in one word."
 """
 
 from __future__ import annotations
@@ -24,10 +26,14 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from clawd.engine import Engine, EngineError
-from clawd.signals import hint_messages, judge_messages, parse_boxed
+from clawd.chattemplate import ChatTemplate, TemplateError
+from clawd.signals.rules import hint_messages, judge_messages, parse_boxed
 
 PROMPT_BATCH = 8  # tokens evaluated between two checks for a waiting user
+
+
+class JudgeError(Exception):
+    """The judge model could not be loaded, or a prompt does not fit its context."""
 
 
 class Judge:
@@ -38,26 +44,49 @@ class Judge:
         n_ctx: int = 4096,
         n_threads: int = 0,
         max_tokens: int = 96,
-        yield_to: Engine | None = None,
+        yield_to: threading.Event | None = None,
     ) -> None:
-        self.engine = Engine(model_path, n_ctx=n_ctx, n_threads=n_threads)
         self.model_path = Path(model_path)
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads or None
         self.max_tokens = max_tokens
         self.yield_to = yield_to
+        self.llm: Any = None
+        self.template: ChatTemplate | None = None
         self._lock = threading.Lock()
         self._grammars: dict[str, Any] = {}
 
     def load(self) -> None:
-        # Only the template and tokenizer of Engine are used; generation happens here.
-        if self.engine.llm is None:
-            self.engine.load()
+        """Load the model and its chat template (once; later calls do nothing)."""
+        from llama_cpp import Llama
+
+        if self.llm is not None:
+            return
+        try:
+            llm = Llama(
+                str(self.model_path), n_ctx=self.n_ctx, n_threads=self.n_threads, verbose=False
+            )
+        except (ValueError, RuntimeError, OSError) as exc:
+            raise JudgeError(f"cannot load {self.model_path}: {exc}") from exc
+        try:
+            self.template = ChatTemplate.from_llama(llm, self.model_path)
+        except TemplateError as exc:
+            llm.close()
+            raise JudgeError(str(exc)) from exc
+        self.llm = llm
 
     def close(self) -> None:
-        self.engine.close()
+        if self.llm is not None:
+            self.llm.close()
+            self.llm = None
 
     def _wait_for_user(self) -> None:
         if self.yield_to is not None:
-            self.yield_to.idle.wait()
+            self.yield_to.wait()
+
+    def _tokenize(self, text: str) -> list[int]:
+        # The template already holds the BOS token where the model wants one.
+        return self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=True)
 
     def _grammar(self, gbnf: str) -> Any:
         from llama_cpp import LlamaGrammar
@@ -79,10 +108,10 @@ class Judge:
         """Generate text, yielding to user requests between prompt batches and tokens."""
         import llama_cpp
 
-        llm = self.engine.llm
-        room = self.engine.n_ctx - len(prompt) - 1
+        llm = self.llm
+        room = self.n_ctx - len(prompt) - 1
         if room < 1:
-            raise EngineError(f"judge prompt of {len(prompt)} tokens does not fit n_ctx")
+            raise JudgeError(f"judge prompt of {len(prompt)} tokens does not fit n_ctx")
         max_tokens = min(max_tokens, room)
         # Evaluate the prompt in small batches (all but the last token, which generate() does).
         cached = llm.longest_token_prefix(llm._input_ids[: llm.n_tokens].tolist(), prompt)
@@ -123,12 +152,17 @@ class Judge:
         return text
 
     def _render(self, messages: list[dict[str, str]]) -> str:
-        return self.engine.render(messages)
+        if self.template is None:
+            raise JudgeError("the judge is not loaded")
+        try:
+            return self.template.render(messages)
+        except TemplateError as exc:
+            raise JudgeError(str(exc)) from exc
 
     def _scored(self, head: str, allowed: tuple[int, ...], temperature: float, seed: int) -> str:
         """Free reasoning that ends in ``\\boxed{score}``, the score forced if need be."""
         text = self._complete(
-            self.engine.tokenize(head),
+            self._tokenize(head),
             temperature=temperature,
             seed=seed,
             max_tokens=self.max_tokens,
@@ -139,7 +173,7 @@ class Judge:
         forced = text.split("\\boxed", 1)[0].rstrip() + "\n\\boxed{"
         choices = " | ".join(f'"{v}"' for v in allowed)
         return forced + self._complete(
-            self.engine.tokenize(head + forced),
+            self._tokenize(head + forced),
             temperature=temperature,
             seed=seed,
             max_tokens=4,
@@ -165,7 +199,7 @@ class Judge:
                 return text
             text += "\n[HINT_START]"
             return text + self._complete(
-                self.engine.tokenize(head + text),
+                self._tokenize(head + text),
                 temperature=temperature,
                 seed=seed,
                 max_tokens=self.max_tokens,

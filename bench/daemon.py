@@ -1,4 +1,7 @@
-"""Start the real daemon as a subprocess on a model, for black-box tests and benchmarks."""
+"""Start the real daemon as a subprocess on a model, for benchmarks and black-box tests.
+
+Not run alone: ``bench.serve``, ``bench.learning`` and the REST tests call ``start_daemon``.
+"""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ Schulman's k3 estimator for the KL penalty.
 
 Run alone to print the loss of a toy batch::
 
-    python -m clawd.losses
+    python -m clawd.training.losses
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ read.
 
 Run alone to create or migrate the database and print its tables::
 
-    python -m clawd.store
+    python -m clawd.store.db
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any
 import sqlite_utils
 
 from clawd.config import clawd_home
-from clawd.migrations import applied, migrate
+from clawd.store.migrations import applied, migrate
 
 
 class StoreError(Exception):

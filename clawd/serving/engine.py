@@ -10,7 +10,7 @@ cache is reused when a prompt extends the previous one; how much was reused is r
 
 Run alone to answer one question on the default model::
 
-    python -m clawd.engine "What is the capital of France?"
+    python -m clawd.serving.engine "What is the capital of France?"
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from clawd.chattemplate import ChatTemplate, TemplateError
-from clawd.textstream import Detokenizer, StopScanner, ThinkingSplitter
+from clawd.serving.textstream import Detokenizer, StopScanner, ThinkingSplitter
 
 
 class EngineError(Exception):
@@ -118,19 +118,11 @@ class Engine:
             )
         except (ValueError, RuntimeError, OSError) as exc:
             raise EngineError(f"cannot load {self.model_path}: {exc}") from exc
-        meta = self.llm.metadata
-        template = meta.get("tokenizer.chat_template")
-        if not template:
-            raise EngineError(f"{self.model_path} has no chat template")
-        vocab = self.llm._model
-
-        def text(tok: int) -> str:
-            return vocab.token_get_text(tok) if tok >= 0 else ""
-
-        self.template = ChatTemplate(
-            template, text(self.llm.token_bos()), text(self.llm.token_eos())
-        )
-        self.architecture = meta.get("general.architecture", "unknown")
+        try:
+            self.template = ChatTemplate.from_llama(self.llm, self.model_path)
+        except TemplateError as exc:
+            raise EngineError(str(exc)) from exc
+        self.architecture = self.llm.metadata.get("general.architecture", "unknown")
         self._worker = threading.Thread(target=self._run, name="clawd-engine", daemon=True)
         self._worker.start()
 

@@ -5,7 +5,7 @@ student log-prob), which is what the TUI's *why* view colours.
 
 Run alone to redraw the plot of a report::
 
-    python -m clawd.report path/to/report.json
+    python -m clawd.training.report path/to/report.json
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ loads it in a second or two. On CUDA the cached weights load in 4-bit NF4 with b
 
 Run alone to build the cache for the default model::
 
-    python -m clawd.torchmodel
+    python -m clawd.training.torchmodel
 """
 
 from __future__ import annotations

@@ -2,10 +2,11 @@
 
 ``score_examples`` fills each example's ``old_lp`` (plain context) and ``teacher_lp`` (the hint
 in context), and ``ref_lp`` (the base model, when a KL penalty is on), without gradient.
-``train_steps`` then runs PPO epochs on ``clawd.losses``: token advantages, the clipped surrogate
-over a constant normaliser, the optional k3 KL; it stops on a non-finite loss or gradient.
+``train_steps`` then runs PPO epochs on ``clawd.training.losses``: token advantages, the
+clipped surrogate over a constant normaliser, the optional k3 KL; it stops on a non-finite loss
+or gradient.
 
-Run alone: see ``clawd.train`` (this module has no state of its own).
+Run alone: see ``clawd.training.run`` (this module has no state of its own).
 """
 
 from __future__ import annotations
@@ -13,16 +14,14 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
-from clawd.batches import Example, collate
-from clawd.losses import clipped_policy_loss, k3_kl, token_advantages
-from clawd.torchmodel import token_logprobs
-
-if TYPE_CHECKING:
-    from clawd.train import TrainConfig
+from clawd.training.batches import Example, collate
+from clawd.training.config import TrainConfig
+from clawd.training.losses import clipped_policy_loss, k3_kl, token_advantages
+from clawd.training.torchmodel import token_logprobs
 
 TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 

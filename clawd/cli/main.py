@@ -14,8 +14,8 @@ import typer
 from rich.table import Table
 
 from clawd import __version__
-from clawd.cli_learn import adapters_app, signals_app, train_cmd
-from clawd.cliutil import err, fail, out
+from clawd.cli.learn import adapters_app, signals_app, train_cmd
+from clawd.cli.util import err, fail, out
 from clawd.config import ConfigError, clawd_home, config_path, describe, load_settings
 from clawd.models import CATALOG, ModelError, installed, pull, use
 
@@ -139,7 +139,7 @@ def serve(
     ),
 ) -> None:
     """Run the daemon: an OpenAI-compatible REST API on 127.0.0.1 that learns from replies."""
-    from clawd.serve import run
+    from clawd.serving.app import run
 
     try:
         run(host, port, model, allow_remote)
@@ -166,7 +166,7 @@ def chat(
 @app.command("token")
 def token() -> None:
     """Print the API token that clients send as 'Authorization: Bearer <token>'."""
-    from clawd.serve import ensure_token
+    from clawd.config import ensure_token
 
     out.print(ensure_token(clawd_home()), highlight=False, soft_wrap=True)
 
@@ -179,7 +179,7 @@ def forget(
     """Delete a conversation and every signal learned from it (through the running daemon)."""
     import httpx
 
-    from clawd.serve import ensure_token
+    from clawd.config import ensure_token
 
     home = clawd_home()
     try:

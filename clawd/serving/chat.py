@@ -6,7 +6,7 @@ generation on the engine, and stores the finished turn *before* the last chunk i
 acknowledged answer is never lost. A client that hangs up cancels its generation and nothing is
 stored. ``X-Clawd-Learn: 0`` records the turn but keeps it out of training.
 
-Mounted by ``clawd.serve``; not meant to run alone.
+Mounted by ``clawd.serving.app``; not meant to run alone.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from clawd import record
-from clawd.engine import Delta, GenParams, PromptTooLong, Result
-from clawd.protocol import CreateChatCompletionRequest
+from clawd.serving.engine import Delta, GenParams, PromptTooLong, Result
+from clawd.serving.protocol import ApiError, CreateChatCompletionRequest
+from clawd.store import record
 
 router = APIRouter()
 DEFAULT_TEMPERATURE = 0.7
@@ -68,8 +68,6 @@ def _clawd_extra(conversation_id: str, result: Result) -> dict[str, Any]:
 
 
 def _api_error(status: int, message: str, code: str, param: str | None = None) -> Exception:
-    from clawd.serve import ApiError
-
     return ApiError(status, message, "invalid_request_error", code, param)
 
 

@@ -10,7 +10,7 @@ exponential backoff; the turn is never dropped. Opted-out turns never yield sign
 
 Run alone to process what is pending once, with the settings' judge::
 
-    python -m clawd.signaljob
+    python -m clawd.signals.job
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from clawd.config import Settings
-from clawd.judge import Judge
-from clawd.signals import decide, parse_boxed, parse_hint
-from clawd.store import Store
+from clawd.signals.judge import Judge
+from clawd.signals.rules import decide, parse_boxed, parse_hint
+from clawd.store.db import Store
 
 log = logging.getLogger("clawd.signals")
 BACKOFF_BASE_S, BACKOFF_MAX_S = 30.0, 3600.0

@@ -6,7 +6,7 @@ shipped: add the next one. The schema is documented in ``docs/schema.md``.
 
 Run alone to migrate a database file::
 
-    python -m clawd.migrations path/to/clawd.db
+    python -m clawd.store.migrations path/to/clawd.db
 """
 
 from __future__ import annotations

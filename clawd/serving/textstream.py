@@ -7,7 +7,7 @@ stop string; ``ThinkingSplitter`` routes Qwen3's ``<think>...</think>`` block to
 
 Run alone to split a text the way the daemon would::
 
-    python -m clawd.textstream "<think>hmm</think>Hello"
+    python -m clawd.serving.textstream "<think>hmm</think>Hello"
 """
 
 from __future__ import annotations

@@ -19,10 +19,10 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from clawd.cliutil import daemon_call, err, fail, open_store, out
+from clawd.cli.util import daemon_call, err, fail, open_store, out
 from clawd.config import ConfigError, clawd_home, load_settings
 from clawd.models import ModelError
-from clawd.signals import LEARNABLE_KINDS
+from clawd.signals.rules import LEARNABLE_KINDS
 
 signals_app = typer.Typer(
     help="Review what clawd learned from your replies before it trains.", no_args_is_help=True
@@ -41,7 +41,7 @@ def signals_list(
     limit: int = typer.Option(30, "--limit", help="How many, newest first."),
 ) -> None:
     """List learning signals: the judge's score, the hint, and the training sample's state."""
-    from clawd.review import list_signals
+    from clawd.signals.review import list_signals
 
     if status not in (None, "pending", "approved", "vetoed", "used"):
         raise fail("--status must be pending, approved, vetoed or used")
@@ -65,8 +65,8 @@ def signals_list(
 @signals_app.command("show")
 def signals_show(signal_id: int = typer.Argument(..., help="The signal id (see `list`).")) -> None:
     """Show one signal: the answer, what came next, every vote's raw text, and the sample."""
-    from clawd.record import NotFound
-    from clawd.review import show_signal
+    from clawd.signals.review import show_signal
+    from clawd.store.record import NotFound
 
     with open_store() as store:
         try:
@@ -94,8 +94,8 @@ def signals_show(signal_id: int = typer.Argument(..., help="The signal id (see `
 
 
 def _set_status(signal_id: int, status: str) -> None:
-    from clawd.record import NotFound
-    from clawd.review import ReviewError, set_status
+    from clawd.signals.review import ReviewError, set_status
+    from clawd.store.record import NotFound
 
     with open_store() as store:
         try:
@@ -125,7 +125,7 @@ def train_cmd(
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    from clawd import train
+    from clawd.training import run as train
 
     home = clawd_home()
     if not now:

@@ -7,7 +7,7 @@ tokenized, followed by the same response tokens. Both views score the same respo
 
 Run alone to show how the stored samples would be batched::
 
-    python -m clawd.batches
+    python -m clawd.training.batches
 """
 
 from __future__ import annotations
@@ -133,7 +133,7 @@ def collate(examples: list[Example]) -> dict[str, torch.Tensor]:
 
 
 if __name__ == "__main__":
-    from clawd.store import Store
+    from clawd.store.db import Store
 
     with Store.open() as store:
         for row in store.db["samples"].rows_where("status = 'approved'", limit=20):

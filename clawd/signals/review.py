@@ -6,7 +6,7 @@ vetoed sample is never trained on, and a sample that already trained cannot chan
 
 Run alone to list the newest signals::
 
-    python -m clawd.review
+    python -m clawd.signals.review
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from clawd.record import NotFound
-from clawd.store import Store
+from clawd.store.db import Store
+from clawd.store.record import NotFound
 
 
 class ReviewError(Exception):

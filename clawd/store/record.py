@@ -10,7 +10,7 @@ No HTTP here: callers pass plain values and catch ``NotFound``.
 
 Run alone to print the stored conversations::
 
-    python -m clawd.record
+    python -m clawd.store.record
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from clawd.store import Store
+from clawd.store.db import Store
 
 CONVERSATION_ID_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
 

@@ -15,11 +15,11 @@ Combination table (one sample per turn at most)::
     no            | yes           | "rl"
     no            | no            | none
 
-No model and no database here; ``clawd.judge`` runs the calls and writes the results.
+No model and no database here; ``clawd.signals.judge`` runs the calls and writes the results.
 
 Run alone to parse a judge output::
 
-    python -m clawd.signals 'The user corrected it. \\boxed{-1}'
+    python -m clawd.signals.rules 'The user corrected it. \\boxed{-1}'
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Shared pieces of the command line: consoles, one-line failures, store and daemon access.
 
-Not run alone; see ``clawd.cli``.
+Not run alone; see ``clawd.cli.main``.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from rich.console import Console
 from clawd.config import clawd_home, load_settings
 
 if TYPE_CHECKING:
-    from clawd.store import Store
+    from clawd.store.db import Store
 
 out = Console()
 err = Console(stderr=True)
@@ -26,7 +26,7 @@ def fail(message: str, code: int = 1) -> typer.Exit:
 
 
 def open_store() -> Store:
-    from clawd.store import Store, StoreError
+    from clawd.store.db import Store, StoreError
 
     try:
         return Store.open(clawd_home())
@@ -38,7 +38,7 @@ def daemon_call(method: str, path: str, body: dict | None = None) -> dict | None
     """Ask the running daemon (None when none answers); errors become one-line failures."""
     import httpx
 
-    from clawd.serve import ensure_token
+    from clawd.config import ensure_token
 
     home = clawd_home()
     settings = load_settings(home)

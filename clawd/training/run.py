@@ -2,18 +2,18 @@
 
 One run: take the approved samples (every fifth, from five on, is held out for the promotion
 gate), load the served GGUF into torch (cached, see ``torchmodel``), put a LoRA on every
-projection (warm-started from the active adapter; ``clawd.ppo``), compute
+projection (warm-started from the active adapter; ``clawd.training.ppo``), compute
 ``old_lp`` (plain context) and ``teacher_lp`` (the hint in context) with the pre-update weights,
 ``A_t = w_opd (teacher_lp - old_lp) + w_rl r``, and take PPO steps on the clipped loss with a
-constant normaliser (``clawd.losses``). The result is written as a PEFT folder plus a GGUF LoRA
-into a temporary folder, judged by the gate (``adapters.gate``), and renamed to
+constant normaliser (``clawd.training.losses``). The result is written as a PEFT folder plus a
+GGUF LoRA into a temporary folder, judged by the gate (``adapters.gate``), and renamed to
 ``CLAWD_HOME/adapters/<version>/`` as a ``candidate`` (or ``rejected``, kept for inspection);
 only then are the samples marked used. A non-finite loss or gradient, too little
 memory, or any error fails the run with its reason recorded and writes no adapter.
 
 Run alone (what ``clawd train --now`` and the daemon's nightly job run)::
 
-    python -m clawd.train
+    python -m clawd.training.run
 """
 
 from __future__ import annotations
@@ -29,19 +29,20 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from adapters import registry
-from clawd import ppo
-from clawd.batches import Example, build_examples
 from clawd.config import Settings, clawd_home, load_settings
 from clawd.models import resolve, sha256_file
-from clawd.signals import LEARNABLE_KINDS, nothing_to_learn
-from clawd.store import Store
+from clawd.signals.rules import LEARNABLE_KINDS, nothing_to_learn
+from clawd.store.db import Store
+from clawd.training import ppo
+from clawd.training.batches import Example, build_examples
+from clawd.training.config import TrainConfig
 
 log = logging.getLogger("clawd.train")
 Progress = Callable[[int, int, dict[str, float]], None]
@@ -53,67 +54,6 @@ class TrainingError(Exception):
 
 class NothingToTrain(TrainingError):
     """No approved sample waits: not a failure, nothing is recorded."""
-
-
-@dataclass
-class TrainConfig:
-    rank: int = 16
-    alpha: float = 32.0
-    lr: float = 2e-4
-    epochs: int = 2
-    batch_size: int = 4
-    max_samples: int = 256
-    eps_low: float = 0.2
-    eps_high: float = 0.28
-    kl_coef: float = 0.0
-    w_opd: float = 1.0
-    w_rl: float = 1.0
-    hint_placement: str = "user"
-    norm_tokens: int = 256  # normaliser = batch_size x norm_tokens, a constant
-    max_seq_len: int = 4096
-    grad_clip: float = 1.0
-    threads: int = 0
-    seed: int = 0
-    gate_max_kl: float = 0.5
-
-    def __post_init__(self) -> None:
-        checks = {
-            "rank": 1 <= self.rank <= 512,
-            "alpha": self.alpha > 0,
-            "lr": 0 < self.lr < 1,
-            "epochs": 1 <= self.epochs <= 100,
-            "batch_size": 1 <= self.batch_size <= 256,
-            "eps_low": 0 < self.eps_low < 1,
-            "eps_high": 0 < self.eps_high < 10,
-            "kl_coef": self.kl_coef >= 0,
-            "norm_tokens": self.norm_tokens >= 1,
-            "hint_placement": self.hint_placement in ("user", "system"),
-            "w_opd/w_rl": min(self.w_opd, self.w_rl) >= 0 and max(self.w_opd, self.w_rl) > 0,
-        }
-        bad = [k for k, ok in checks.items() if not ok]
-        if bad:
-            raise ValueError(f"invalid training setting(s): {', '.join(bad)}")
-
-    @property
-    def method(self) -> str:
-        """The ``train_method`` these weights amount to: combined, opd or rl."""
-        if self.w_opd and self.w_rl:
-            return "combined"
-        return "opd" if self.w_opd else "rl"
-
-    @classmethod
-    def from_settings(cls, s: Settings) -> TrainConfig:
-        return cls(
-            lr=s.train_lr,
-            epochs=s.train_epochs,
-            kl_coef=s.train_kl_coef,
-            w_opd=0.0 if s.train_method == "rl" else 1.0,
-            w_rl=0.0 if s.train_method == "opd" else 1.0,
-            hint_placement=s.hint_placement,
-            max_seq_len=s.n_ctx,
-            threads=s.train_threads,
-            gate_max_kl=s.gate_max_kl,
-        )
 
 
 @contextlib.contextmanager
@@ -225,9 +165,9 @@ def _train(
     progress: Progress | None,
 ) -> dict[str, Any]:
     from adapters.export import export_gguf
-    from clawd import torchmodel
     from clawd.chattemplate import ChatTemplate
-    from clawd.report import write_report
+    from clawd.training import torchmodel
+    from clawd.training.report import write_report
 
     _check_memory(model_path)
     if cfg.threads:

@@ -4,11 +4,11 @@
 in the background (``/health`` answers 503 until it is ready). Every route but ``/health``
 needs the bearer token from ``CLAWD_HOME/token``. Errors are OpenAI-shaped JSON: 400 for bad
 input (naming the field), 401, 404, 503; a 500 only for our own faults, and the daemon stays up.
-The chat route itself lives in ``clawd.chat``.
+The chat route itself lives in ``clawd.serving.chat``.
 
 Run alone (the same as ``clawd serve``)::
 
-    python -m clawd.serve
+    python -m clawd.serving.app
 """
 
 from __future__ import annotations
@@ -16,8 +16,6 @@ from __future__ import annotations
 import contextlib
 import hmac
 import logging
-import os
-import secrets
 import threading
 import time
 from collections.abc import AsyncIterator
@@ -30,48 +28,21 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
 from adapters import promote
-from clawd import record, review
-from clawd.config import Settings, clawd_home, load_settings
-from clawd.engine import Engine, EngineError
+from adapters.routes import router as adapter_router
+from clawd.config import Settings, clawd_home, ensure_token, load_settings, token_path
 from clawd.models import resolve, sha256_file
-from clawd.protocol import ConversationUpdate, FeedbackRequest, error_body
 from clawd.scheduler import Jobs, training_status
-from clawd.signaljob import status_dict
-from clawd.signals import LEARNABLE_KINDS, nothing_to_learn
-from clawd.store import Store
+from clawd.serving.chat import router as chat_router
+from clawd.serving.engine import Engine, EngineError
+from clawd.serving.protocol import ApiError, ConversationUpdate, FeedbackRequest, error_body
+from clawd.signals import review
+from clawd.signals.job import status_dict
+from clawd.signals.rules import LEARNABLE_KINDS, nothing_to_learn
+from clawd.store import record
+from clawd.store.db import Store
 
 log = logging.getLogger("clawd")
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
-
-
-class ApiError(Exception):
-    def __init__(
-        self,
-        status: int,
-        message: str,
-        type_: str,
-        code: str | None = None,
-        param: str | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.status, self.body = status, error_body(message, type_, code, param)
-
-
-def token_path(home: Path) -> Path:
-    return home / "token"
-
-
-def ensure_token(home: Path) -> str:
-    """The API token, created on first use with mode 0600."""
-    path = token_path(home)
-    if path.exists():
-        return path.read_text(encoding="utf-8").strip()
-    home.mkdir(parents=True, exist_ok=True)
-    token = "clawd-" + secrets.token_urlsafe(32)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(token + "\n")
-    return token
 
 
 class Daemon:
@@ -186,8 +157,6 @@ def _install_errors(app: FastAPI) -> None:
 
 
 def create_app(daemon: Daemon) -> FastAPI:
-    from adapters.routes import router as adapter_router
-    from clawd.chat import router as chat_router
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:

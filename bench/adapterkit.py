@@ -16,9 +16,9 @@ import torch
 
 from adapters import registry
 from adapters.export import export_gguf
-from clawd import torchmodel
 from clawd.models import sha256_file
-from clawd.store import Store
+from clawd.store.db import Store
+from clawd.training import torchmodel
 
 
 def random_lora(gguf: Path, torch_home: Path, *, seed: int, scale: float) -> tuple[Any, Any]:

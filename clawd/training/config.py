@@ -1,0 +1,81 @@
+"""The settings of one training run, checked on creation, and how they follow from ``Settings``.
+
+Shared by the run (``clawd.training.run``) and the update (``clawd.training.ppo``), so that
+neither imports the other for it.
+
+Run alone to print the run settings the effective configuration gives::
+
+    python -m clawd.training.config
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from clawd.config import Settings, load_settings
+
+
+@dataclass
+class TrainConfig:
+    rank: int = 16
+    alpha: float = 32.0
+    lr: float = 2e-4
+    epochs: int = 2
+    batch_size: int = 4
+    max_samples: int = 256
+    eps_low: float = 0.2
+    eps_high: float = 0.28
+    kl_coef: float = 0.0
+    w_opd: float = 1.0
+    w_rl: float = 1.0
+    hint_placement: str = "user"
+    norm_tokens: int = 256  # normaliser = batch_size x norm_tokens, a constant
+    max_seq_len: int = 4096
+    grad_clip: float = 1.0
+    threads: int = 0
+    seed: int = 0
+    gate_max_kl: float = 0.5
+
+    def __post_init__(self) -> None:
+        checks = {
+            "rank": 1 <= self.rank <= 512,
+            "alpha": self.alpha > 0,
+            "lr": 0 < self.lr < 1,
+            "epochs": 1 <= self.epochs <= 100,
+            "batch_size": 1 <= self.batch_size <= 256,
+            "eps_low": 0 < self.eps_low < 1,
+            "eps_high": 0 < self.eps_high < 10,
+            "kl_coef": self.kl_coef >= 0,
+            "norm_tokens": self.norm_tokens >= 1,
+            "hint_placement": self.hint_placement in ("user", "system"),
+            "w_opd/w_rl": min(self.w_opd, self.w_rl) >= 0 and max(self.w_opd, self.w_rl) > 0,
+        }
+        bad = [k for k, ok in checks.items() if not ok]
+        if bad:
+            raise ValueError(f"invalid training setting(s): {', '.join(bad)}")
+
+    @property
+    def method(self) -> str:
+        """The ``train_method`` these weights amount to: combined, opd or rl."""
+        if self.w_opd and self.w_rl:
+            return "combined"
+        return "opd" if self.w_opd else "rl"
+
+    @classmethod
+    def from_settings(cls, s: Settings) -> TrainConfig:
+        return cls(
+            lr=s.train_lr,
+            epochs=s.train_epochs,
+            kl_coef=s.train_kl_coef,
+            w_opd=0.0 if s.train_method == "rl" else 1.0,
+            w_rl=0.0 if s.train_method == "opd" else 1.0,
+            hint_placement=s.hint_placement,
+            max_seq_len=s.n_ctx,
+            threads=s.train_threads,
+            gate_max_kl=s.gate_max_kl,
+        )
+
+
+if __name__ == "__main__":
+    for key, value in asdict(TrainConfig.from_settings(load_settings())).items():
+        print(f"{key} = {value}")
