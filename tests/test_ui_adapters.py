@@ -26,7 +26,7 @@ def test_gate_curves_why_activate_and_roll_back(
 
     async def confirm(pilot: Pilot, app: ClawdApp, key: str) -> None:
         await pilot.press(key)
-        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), 30)
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         await pilot.press("y")
 
     def active() -> str | None:
@@ -37,9 +37,9 @@ def test_gate_curves_why_activate_and_roll_back(
         await pilot.press("f3")
         pane = app.query_one(AdaptersPane)
         table = pane.query_one("#adapters", DataTable)
-        await until(pilot, lambda: version in [k.value for k in table.rows], 20)
+        await until(pilot, lambda: version in [k.value for k in table.rows])
         table.move_cursor(row=[k.value for k in table.rows].index(version))
-        await until(pilot, lambda: pane.report and pane.report["version"] == version, 30)
+        await until(pilot, lambda: pane.report and pane.report["version"] == version)
         gate = str(pane.query_one("#gate", Static).render())
         assert version in gate and "gate" in gate and "KL to base" in gate
         loss = pane.query_one("#curve-loss", Sparkline).data
@@ -50,22 +50,22 @@ def test_gate_curves_why_activate_and_roll_back(
         samples.move_cursor(row=hinted)
         samples.focus()
         await pilot.press("w")
-        await until(pilot, lambda: isinstance(app.screen, WhyScreen), 30)
+        await until(pilot, lambda: isinstance(app.screen, WhyScreen))
         shown = app.screen.query_one("#why-tokens", Static).render()
         sample = report["samples"][hinted]
         assert str(shown).replace("↵", "") == "".join(sample["tokens"])
         assert sample["hint"] in str(app.screen.query_one("#why-summary", Static).render())
         await pilot.press("escape")
-        await until(pilot, lambda: not isinstance(app.screen, WhyScreen), 30)
+        await until(pilot, lambda: not isinstance(app.screen, WhyScreen))
 
         table.focus()
         await confirm(pilot, app, "a")
-        await until(pilot, lambda: active() == version, 30, "activation")
-        await until(pilot, lambda: version in app.sub_title, 30, "the header to follow")
+        await until(pilot, lambda: active() == version, what="activation")
+        await until(pilot, lambda: version in app.sub_title, what="the header to follow")
         await confirm(pilot, app, "b")
-        await until(pilot, lambda: active() is None, 30, "the rollback")
+        await until(pilot, lambda: active() is None, what="the rollback")
         await pilot.press("a")
-        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), 30)
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         await pilot.press("n")  # declined: nothing changes
         await pilot.pause(0.5)
         assert active() is None

@@ -30,7 +30,7 @@ def answers(app: ClawdApp) -> list[MessageView]:
 async def ask(pilot: Pilot, app: ClawdApp, text: str) -> MessageView:
     before = len(answers(app))
     await pilot.press(*text, "enter")
-    view = await until(pilot, lambda: len(answers(app)) > before and answers(app)[-1], 30)
+    view = await until(pilot, lambda: len(answers(app)) > before and answers(app)[-1])
     await until(pilot, lambda: view.state == "done" and not app.chat.busy, 120, "the answer")
     return view
 
@@ -42,7 +42,7 @@ def test_send_stream_rate_and_find_the_feedback_through_rest(
 
     async def scenario(pilot: Pilot, app: ClawdApp) -> None:
         await pilot.press(*"What is the capital of France?", "enter")
-        view = await until(pilot, lambda: answers(app) and answers(app)[-1], 30)
+        view = await until(pilot, lambda: answers(app) and answers(app)[-1])
         while view.state != "done":  # watch the answer grow while it streams
             seen.append((view.state, len(view.text)))
             await pilot.pause(0.02)
@@ -50,13 +50,13 @@ def test_send_stream_rate_and_find_the_feedback_through_rest(
         assert "base model" in view.label_text()
         view.focus()
         await pilot.press("plus")
-        await until(pilot, lambda: view.rating == 1, 30)
+        await until(pilot, lambda: view.rating == 1)
         await pilot.press("minus")
-        await until(pilot, lambda: view.rating == -1, 30)
+        await until(pilot, lambda: view.rating == -1)
         await pilot.press("c")
-        await until(pilot, lambda: app.screen.__class__.__name__ == "CommentScreen", 30)
+        await until(pilot, lambda: app.screen.__class__.__name__ == "CommentScreen")
         await pilot.press(*"Shorter please.", "enter")
-        await until(pilot, lambda: not app.chat.workers, 30)
+        await until(pilot, lambda: not app.chat.workers)
         items = app.chat.query_one("#conversations").children
         assert [i.name for i in items] == [app.chat.conversation_id]
         with daemon.client() as c:
@@ -81,7 +81,7 @@ def test_regenerate_new_chat_and_reopen_from_the_sidebar(
         first = await ask(pilot, app, "Name a colour.")
         cid = app.chat.conversation_id
         await pilot.press("ctrl+r")
-        await until(pilot, lambda: answers(app) and answers(app)[-1] is not first, 30)
+        await until(pilot, lambda: answers(app) and answers(app)[-1] is not first)
         again = answers(app)[-1]
         await until(pilot, lambda: again.state == "done" and not app.chat.busy, 120)
         assert len(answers(app)) == 1 and again.response_id != first.response_id
@@ -94,8 +94,8 @@ def test_regenerate_new_chat_and_reopen_from_the_sidebar(
         listing.focus()
         listing.index = index
         await pilot.press("enter")
-        await until(pilot, lambda: app.chat.conversation_id == cid, 30)
-        await until(pilot, lambda: len(answers(app)) == 2, 10)  # both answers were stored
+        await until(pilot, lambda: app.chat.conversation_id == cid)
+        await until(pilot, lambda: len(answers(app)) == 2)  # both answers were stored
         assert [v.response_id for v in answers(app)] == [first.response_id, again.response_id]
         assert app.chat.history[-1] == {"role": "assistant", "content": again.text}
 
@@ -107,9 +107,9 @@ def test_esc_stops_the_answer_and_gives_the_message_back(
 ) -> None:
     async def scenario(pilot: Pilot, app: ClawdApp) -> None:
         await pilot.press(*"Tell me a very long story about a dragon.", "enter")
-        await until(pilot, lambda: answers(app) and answers(app)[-1].state == "streaming", 60)
+        await until(pilot, lambda: answers(app) and answers(app)[-1].state == "streaming")
         await pilot.press("escape")
-        await until(pilot, lambda: not app.chat.busy and not app.query(MessageView), 20)
+        await until(pilot, lambda: not app.chat.busy and not app.query(MessageView))
         assert app.query_one(Composer).text == "Tell me a very long story about a dragon."
         assert app.chat.history == [] and app.chat.conversation_id is None
 
@@ -121,22 +121,22 @@ def test_learn_switch_rename_export_and_delete(daemon: RunningDaemon, tmp_path: 
         await ask(pilot, app, "Say hello.")
         cid = app.chat.conversation_id
         await pilot.press("ctrl+l")
-        await until(pilot, lambda: not app.chat.learn, 30)
+        await until(pilot, lambda: not app.chat.learn)
         with daemon.client() as c:
-            await until(pilot, lambda: not c.get(f"/v1/conversations/{cid}").json()["learn"], 30)
+            await until(pilot, lambda: not c.get(f"/v1/conversations/{cid}").json()["learn"])
         await pilot.press("f4")
-        await until(pilot, lambda: isinstance(app.screen, PromptScreen), 30)
+        await until(pilot, lambda: isinstance(app.screen, PromptScreen))
         app.screen.query_one("#answer").value = ""
         await pilot.press(*"Greetings", "enter")
-        await until(pilot, lambda: app.chat.title_text == "Greetings", 30)
+        await until(pilot, lambda: app.chat.title_text == "Greetings")
         await pilot.press("ctrl+s")
-        path = await until(pilot, lambda: next(tmp_path.glob("clawd-Greetings-*.md"), None), 30)
+        path = await until(pilot, lambda: next(tmp_path.glob("clawd-Greetings-*.md"), None))
         text = path.read_text()
         assert text.startswith("# Greetings\n") and "Say hello." in text
         await pilot.press("f8")
-        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), 30)
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         await pilot.press("y")
-        await until(pilot, lambda: app.chat.conversation_id is None, 30)
+        await until(pilot, lambda: app.chat.conversation_id is None)
         with daemon.client() as c:
             assert c.get(f"/v1/conversations/{cid}").status_code == 404
 
@@ -149,7 +149,7 @@ def test_the_palette_runs_actions(daemon: RunningDaemon, tmp_path: Path) -> None
         await pilot.press(*"Learning view")
         await pilot.pause(0.5)
         await pilot.press("enter")
-        await until(pilot, lambda: app.query_one("#views").active == "learning", 30)
+        await until(pilot, lambda: app.query_one("#views").active == "learning")
         titles = [c.title for c in app.get_system_commands(app.screen)]
         for action in ("New chat", "Thumbs down", "Veto signal", "Roll back adapter", "Why"):
             assert any(t.startswith(action) for t in titles), action
@@ -165,7 +165,7 @@ def test_a_daemon_that_is_down_or_refuses_the_token_is_a_notification(
         async with app.run_test(size=(80, 24)) as pilot:
             await pilot.pause()
             await pilot.press(*"hello", "enter")
-            await until(pilot, lambda: not app.chat.busy, 20)
+            await until(pilot, lambda: not app.chat.busy)
             await pilot.pause()
             messages = [n.message for n in app._notifications]
             assert app.is_running  # no traceback, still usable

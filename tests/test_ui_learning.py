@@ -27,19 +27,19 @@ def test_review_a_signal_then_train_with_a_live_progress_bar(
         await pilot.press("f2")
         pane = app.query_one(LearningPane)
         table = pane.query_one("#signals", DataTable)
-        await until(pilot, lambda: str(sid) in [k.value for k in table.rows], 60)
+        await until(pilot, lambda: str(sid) in [k.value for k in table.rows])
         row = [k.value for k in table.rows].index(str(sid))
         table.move_cursor(row=row)
         detail = pane.query_one("#signal-text", Static)
-        await until(pilot, lambda: "No lists, one line." in str(detail.render()), 60)
+        await until(pilot, lambda: "No lists, one line." in str(detail.render()))
         await pilot.press("v")
         with daemon.client() as c:
             vetoed = lambda: c.get(f"/v1/signals/{sid}").json()["sample"]["status"] == "vetoed"  # noqa: E731
-            await until(pilot, vetoed, 60)
+            await until(pilot, vetoed)
         await pilot.press("a")
         with daemon.client() as c:
             approved = lambda: c.get(f"/v1/signals/{sid}").json()["sample"]["status"] == "approved"  # noqa: E731
-            await until(pilot, approved, 60)
+            await until(pilot, approved)
         assert "approved samples waiting" in str(pane.query_one("#schedule", Static).render())
         await pilot.press("t")
         bar = pane.query_one("#train-progress", ProgressBar)

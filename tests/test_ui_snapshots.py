@@ -16,8 +16,10 @@ from textual.pilot import Pilot
 from textual.widgets import Collapsible
 
 from tests import uifixture
+from tests.uikit import until
 from ui.app import ClawdApp
 from ui.client import Client
+from ui.messages import Composer, MessageView
 
 
 @pytest.fixture(autouse=True)
@@ -70,8 +72,12 @@ def test_chat_in_a_large_terminal_with_thinking_unfolded(snap_compare, tmp_path:
 
 def test_chat_after_a_streamed_answer(snap_compare, tmp_path: Path) -> None:
     async def ask(pilot: Pilot) -> None:
+        app = pilot.app
+        await until(pilot, lambda: isinstance(app.focused, Composer), what="the composer")
         await pilot.press(*"Fruit?", "enter")
-        await pilot.app.workers.wait_for_complete()
+        await until(pilot, lambda: app.query(MessageView), what="the answer")
+        await until(pilot, lambda: not app.chat.busy, what="the answer to end")
+        await app.workers.wait_for_complete()
         await pilot.pause()
 
     assert snap_compare(app(tmp_path), run_before=ask)

@@ -81,22 +81,23 @@ class ClawdApp(App):
         training = " · training" if (h.get("jobs") or {}).get("training") else ""
         self.sub_title = f"{h.get('model')} · {adapter}{training}"
 
+    # The views live on the first screen; a dialog or the palette on top must not hide them.
     @property
     def chat(self) -> ChatPane:
-        return self.query_one(ChatPane)
+        return self.screen_stack[0].query_one(ChatPane)
 
     @property
     def learning(self) -> LearningPane:
-        return self.query_one(LearningPane)
+        return self.screen_stack[0].query_one(LearningPane)
 
     @property
     def adapters(self) -> AdaptersPane:
-        return self.query_one(AdaptersPane)
+        return self.screen_stack[0].query_one(AdaptersPane)
 
     # -- views --------------------------------------------------------------------------------
     async def action_view(self, name: str) -> None:
         tab = {"adapters": "adapters-tab"}.get(name, name)
-        self.query_one("#views", TabbedContent).active = tab
+        self.screen_stack[0].query_one("#views", TabbedContent).active = tab
         await self.on_view_shown(tab)
 
     async def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
@@ -158,7 +159,7 @@ class ClawdApp(App):
             ),
             ("New chat", "Start a new conversation (Ctrl+N)", self.action_new_chat),
             ("Regenerate", "Write the last answer again (Ctrl+R)", self.action_regenerate),
-            ("Stop answering", "Stop the answer being written (Esc)", self.chat.cancel),
+            ("Stop answering", "Stop the answer being written (Esc)", lambda: self.chat.cancel()),
             ("Rename chat", "Give this conversation a title (F4)", self.action_rename),
             (
                 "Delete chat",

@@ -51,8 +51,9 @@ class ChatPane(Horizontal):
 
     async def on_mount(self) -> None:
         self.update_header()
-        await self.refresh_list()
+        # Focus first: the list comes over REST, and a view switched to meanwhile keeps its focus.
         self.query_one(Composer).focus()
+        await self.refresh_list()
 
     # -- header and sidebar ---------------------------------------------------------------
     def update_header(self) -> None:

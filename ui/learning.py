@@ -117,7 +117,7 @@ class LearningPane(Vertical):
 
     def show_signals(self, signals: list[dict[str, Any]]) -> None:
         table = self.query_one("#signals", DataTable)
-        keep = table.cursor_row
+        keep, keep_id = table.cursor_row, self.selected()
         table.clear()
         for s in signals:
             status = s.get("sample_status") or "no sample"
@@ -131,7 +131,10 @@ class LearningPane(Vertical):
                 key=str(s["id"]),
             )
         if signals:
-            table.move_cursor(row=min(max(keep, 0), len(signals) - 1))
+            # The selected signal stays selected when newer ones arrive above it.
+            ids = [s["id"] for s in signals]
+            row = ids.index(keep_id) if keep_id in ids else keep
+            table.move_cursor(row=min(max(row, 0), len(signals) - 1))
             sid = self.selected()
             if sid is not None and sid != self.detail_id:  # a cursor that did not move
                 self.run_worker(self.show_detail(sid), group="detail", exclusive=True)
