@@ -24,6 +24,7 @@ from pydantic import Field, ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 ENV_PREFIX = "CLAWD_"
+SECRETS = frozenset({"judge_api_key"})  # `describe` masks their values
 
 
 class ConfigError(Exception):
@@ -87,7 +88,25 @@ class Settings(BaseSettings):
         description="Model that judges replies: an installed name or .gguf path; empty uses "
         "the served model without any adapter.",
     )
-    judge_votes: int = Field(3, ge=1, le=15, description="Judge votes per turn (majority wins).")
+    judge_mode: Literal["probe", "generate"] = Field(
+        "probe",
+        description="How the local judge scores a reply: 'probe' (a classifier over the "
+        "model's hidden states and cues of the reply; needs no writing, best on small models) "
+        "or 'generate' (the model writes judge_votes votes ending in \\boxed{score}).",
+    )
+    judge_url: str = Field(
+        "",
+        description="An OpenAI-compatible endpoint (e.g. http://127.0.0.1:11434/v1) that "
+        "judges instead of the local model, with written votes; empty: the local judge.",
+    )
+    judge_api_key: str = Field("", description="API key for judge_url (sent as a bearer token).")
+    judge_model_name: str = Field("", description="The model name to ask for at judge_url.")
+    judge_timeout_s: float = Field(
+        60.0, gt=0, le=3600, description="Seconds one call to judge_url may take before a retry."
+    )
+    judge_votes: int = Field(
+        3, ge=1, le=15, description="Written judge votes per turn (majority wins)."
+    )
     judge_temperature: float = Field(
         0.6, ge=0.0, le=2.0, description="Sampling temperature of the judge's votes."
     )
@@ -215,7 +234,7 @@ class SettingReport:
 
 
 def describe(home: Path | None = None) -> list[SettingReport]:
-    """Each setting's effective value and where it came from (default, file or environment)."""
+    """Each setting's effective value (secrets masked) and where it came from."""
     home = home or clawd_home()
     file_values = read_config_file(home)
     settings = load_settings(home)
@@ -228,7 +247,10 @@ def describe(home: Path | None = None) -> list[SettingReport]:
             source = str(config_path(home))
         else:
             source = "default"
-        rows.append(SettingReport(name, getattr(settings, name), source, field.description or ""))
+        value = getattr(settings, name)
+        if name in SECRETS and value:
+            value = "*" * 8  # shown as set, never printed
+        rows.append(SettingReport(name, value, source, field.description or ""))
     return rows
 
 

@@ -30,8 +30,8 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from clawd.config import Settings
 from clawd.serving.engine import Engine
 from clawd.signals.job import SignalJob
-from clawd.signals.judge import Judge
 from clawd.signals.rules import LEARNABLE_KINDS
+from clawd.signals.scorer import make_scorer
 from clawd.store.db import Store
 
 log = logging.getLogger("clawd.jobs")
@@ -59,16 +59,14 @@ class Jobs:
     def start(self) -> None:
         s = self.settings
         if s.signals_interval_s > 0:
-            judge = Judge(
+            scorer = make_scorer(
+                s,
+                self.home,
                 self.judge_path,
-                n_ctx=s.n_ctx,
-                n_threads=s.n_threads,
-                max_tokens=s.judge_max_tokens,
+                s.judge_model or self.model,
                 yield_to=self.engine.idle,
             )
-            self.signal_job = SignalJob(
-                Store.open(self.home), judge, s, s.judge_model or self.model
-            )
+            self.signal_job = SignalJob(Store.open(self.home), scorer, s)
             self.scheduler.add_job(
                 self.signal_job.run_once,
                 "interval",
@@ -102,7 +100,7 @@ class Jobs:
         if self.scheduler.running:
             self.scheduler.shutdown(wait=True)
         if self.signal_job is not None:
-            self.signal_job.judge.close()
+            self.signal_job.scorer.close()
             self.signal_job.store.close()
         if self._store is not None:
             self._store.close()

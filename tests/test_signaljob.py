@@ -12,6 +12,7 @@ from clawd.signals import review
 from clawd.signals.job import SignalJob
 from clawd.signals.judge import Judge
 from clawd.signals.rules import parse_boxed
+from clawd.signals.scorer import Scorer
 from clawd.store import record
 from clawd.store.db import Store
 
@@ -58,7 +59,10 @@ def exchange(
 
 
 def job(store: Store, judge: Judge, **settings: object) -> SignalJob:
-    return SignalJob(store, judge, Settings(**settings), "fixture")
+    """A job whose judge writes its votes (judge_mode generate) with ``judge``."""
+    s = Settings(judge_mode="generate", **settings)
+    scorer = Scorer(s, name="fixture", model=judge.model_path.name, mode="generate", writer=judge)
+    return SignalJob(store, scorer, s)
 
 
 def signal_sets(store: Store, tid: str) -> list[dict]:
@@ -85,6 +89,21 @@ def test_a_corrective_reply_becomes_a_signal_with_votes(store: Store, judge: Jud
         assert shown["sample"]["response_token_ids"] == [4, 5, 6]
         assert shown["sample"]["prompt_token_ids"] == [1, 2, 3]
         assert shown["sample"]["status"] == "approved"
+
+
+def test_votes_that_reach_no_score_abstain(store: Store, any_gguf: Path) -> None:
+    tid = exchange(store)
+    mute = Judge(any_gguf, n_ctx=1024, max_tokens=2)  # too few tokens to write a boxed score
+    try:
+        assert job(store, mute).run_once() == 1
+    finally:
+        mute.close()
+    [sig] = signal_sets(store, tid)
+    votes = list(store.db["signal_votes"].rows_where("signal_id = ?", [sig["id"]]))
+    assert len(votes) == 3 and all(v["score"] is None for v in votes)
+    assert all(v["raw_text"] is not None and "\\boxed{" not in v["raw_text"] for v in votes)
+    assert sig["score"] == 0  # no vote, no reward: never a forced score
+    assert store.db["samples"].count == 0
 
 
 def test_runs_are_idempotent(store: Store, judge: Judge) -> None:

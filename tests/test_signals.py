@@ -4,12 +4,16 @@ import pytest
 
 from clawd.signals.rules import (
     LEARNABLE_KINDS,
+    NO_REQUEST,
+    Exchange,
     decide,
+    hint_messages,
     judge_messages,
     majority,
     nothing_to_learn,
     parse_boxed,
     parse_hint,
+    request_of,
     sample_kind,
     select_hint,
 )
@@ -175,8 +179,34 @@ def test_explicit_feedback_wins() -> None:
     assert (d.score, d.hint, d.kind) == (1, None, "rl")  # a thumbs-up comment is not a hint
 
 
-def test_judge_prompt_carries_the_answer_and_the_next_state() -> None:
-    msgs = judge_messages("The answer.", "tool", "Error: exit 1")
-    text = msgs[-1]["content"]
-    assert "The answer." in text and "from the tool" in text and "Error: exit 1" in text
-    assert "\\boxed{-1}" in text
+def test_judge_prompt_carries_the_request_the_answer_and_the_next_state() -> None:
+    ex = Exchange("Fix the build.", "The answer.", "Error: exit 1", role="tool")
+    for msgs in (judge_messages(ex), hint_messages(ex)):
+        text = msgs[-1]["content"]
+        assert "Fix the build." in text and "The answer." in text
+        assert "from the tool" in text and "Error: exit 1" in text
+        assert text.index("Fix the build.") < text.index("The answer.") < text.index("exit 1")
+    assert "\\boxed{-1}" in judge_messages(ex)[-1]["content"]
+
+
+def test_the_request_is_the_last_user_message() -> None:
+    msgs = [
+        {"role": "system", "content": "Be kind."},
+        {"role": "user", "content": "First question"},
+        {"role": "assistant", "content": "An answer"},
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": "Second"}, {"type": "text", "text": "question"}],
+        },
+    ]
+    assert request_of(msgs) == "Second question"
+    assert request_of(msgs[:2]) == "First question"
+    assert request_of([{"role": "system", "content": "x"}]) == NO_REQUEST
+
+
+def test_a_vote_without_a_score_abstains() -> None:
+    # A small model's vote that wandered off (as in the tea exchange) is no vote at all.
+    wandered = "1. Boil the water. 2. Add the tea bag. The user's next message is:"
+    assert parse_boxed(wandered) is None
+    assert majority([parse_boxed(wandered), parse_boxed(wandered), None]) == 0
+    assert majority([parse_boxed(wandered), -1, None]) == -1  # one real vote decides

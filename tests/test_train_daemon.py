@@ -104,3 +104,54 @@ def test_a_method_with_nothing_to_learn_is_refused_with_the_reason(
             assert c.get("/v1/train").json()["runs"] == []
     finally:
         d.stop()
+
+
+def test_feedback_makes_its_signal_and_sample_in_the_same_request(
+    tiny_qwen3_gguf: Path, tmp_path: Path
+) -> None:
+    quiet = {**SETTINGS, "CLAWD_SIGNALS_INTERVAL_S": "3600"}  # the job runs once, at start
+    d = start_daemon(tiny_qwen3_gguf, tmp_path / "home", settings=quiet)
+    try:
+        with d.client() as c:
+            first = c.post(
+                "/v1/chat/completions",
+                json={"messages": [{"role": "user", "content": "Name a color."}], "max_tokens": 4},
+            ).json()
+            r = c.post(
+                "/v1/feedback", json={"id": first["id"], "rating": -1, "comment": "One word."}
+            )
+            assert r.status_code == 200
+            body = r.json()
+            assert body["signal"] is True
+            assert body["sample"]["kind"] == "opd+rl" and body["sample"]["status"] == "approved"
+            sig = signal_of(c, first["id"])  # no waiting for the job
+            assert (sig["score"], sig["hint"], sig["hint_source"]) == (-1, "One word.", "feedback")
+            up = c.post("/v1/feedback", json={"id": first["id"], "rating": 1}).json()
+            assert up["sample"]["kind"] == "rl"  # newer feedback replaces the untrained sample
+            assert c.get("/v1/train").json()["approved_samples"] == 1
+    finally:
+        d.stop()
+
+
+def test_train_now_judges_the_waiting_replies_first(smollm2_gguf: Path, tmp_path: Path) -> None:
+    quiet = {**SETTINGS, "CLAWD_SIGNALS_INTERVAL_S": "3600", "CLAWD_TRAIN_EPOCHS": "1"}
+    d = start_daemon(smollm2_gguf, tmp_path / "home", settings=quiet)
+    try:
+        with d.client() as c:
+            wait_for(lambda: httpx.get(f"{d.url}/health").json()["jobs"]["signals"]["runs"] >= 1)
+            turn = converse(c, "How do I reverse a list in Python?", "No, that's wrong. Try again.")
+            assert signal_of(c, turn) is None  # the job will not run for an hour
+            r = c.post("/v1/train")
+            assert r.status_code == 202, r.text
+            sig = signal_of(c, turn)
+            assert sig is not None and sig["score"] == -1 and sig["sample"]["kind"] == "opd+rl"
+            done = wait_for(
+                lambda: next(
+                    (x for x in c.get("/v1/train").json()["runs"] if x["status"] != "running"),
+                    None,
+                ),
+                timeout=400,
+            )
+            assert done["status"] == "succeeded" and done["n_samples"] == 1, done
+    finally:
+        d.stop()

@@ -15,6 +15,7 @@ import contextlib
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.table import Table
@@ -22,7 +23,11 @@ from rich.table import Table
 from clawd.cli.util import daemon_call, err, fail, open_store, out
 from clawd.config import ConfigError, clawd_home, load_settings
 from clawd.models import ModelError
+from clawd.signals.judge import JudgeError
 from clawd.signals.rules import LEARNABLE_KINDS
+
+if TYPE_CHECKING:
+    from clawd.signals.scorer import Scorer
 
 signals_app = typer.Typer(
     help="Review what clawd learned from your replies before it trains.", no_args_is_help=True
@@ -117,6 +122,96 @@ def signals_veto(signal_id: int = typer.Argument(..., help="The signal id.")) ->
     _set_status(signal_id, "vetoed")
 
 
+def _scorer(home: Path) -> Scorer:
+    from clawd.models import resolve
+    from clawd.signals.scorer import make_scorer
+
+    settings = load_settings(home)
+    name = settings.judge_model or settings.model
+    return make_scorer(settings, home, resolve(name, home), name)
+
+
+def judge_waiting(home: Path) -> None:
+    """Judge the replies still waiting for signals, so that train --now trains on them."""
+    from clawd.signals.job import SignalJob
+
+    try:
+        settings = load_settings(home)
+        with open_store() as store:
+            job = SignalJob(store, _scorer(home), settings)
+            waiting = len(job.pending(1000))
+            if not waiting:
+                return
+            err.print(f"judging {waiting} replies that wait for signals ({job.scorer.mode})")
+            try:
+                done = job.run_once(1000, wait=True)
+            finally:
+                job.scorer.close()
+    except (ModelError, ConfigError) as exc:
+        raise fail(f"cannot judge the waiting replies: {exc}") from None
+    failed = f"; {job.status.failed} failed ({job.status.last_error})" if job.status.failed else ""
+    err.print(f"{done} judged{failed}")
+
+
+@signals_app.command("score")
+def signals_score(
+    file: Path = typer.Argument(
+        ...,
+        help="A JSONL file of exchanges: request, answer, reply, optional role (user/tool).",
+        exists=True,
+        dir_okay=False,
+    ),
+) -> None:
+    """Judge each exchange of FILE with the configured judge; one JSON line each, in order.
+
+    Each line: score (-1, 0, 1), votes (every vote's score and raw text), hint, mode.
+    """
+    import json
+
+    from clawd.signals.rules import Exchange
+    from clawd.signals.scorer import decision
+
+    rows = []
+    for n, line in enumerate(file.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            if not isinstance(row, dict):
+                raise ValueError("not a JSON object")
+            for key in ("request", "answer", "reply"):
+                if not isinstance(row.get(key), str):
+                    raise ValueError(f"'{key}' must be a string")
+            if row.get("role", "user") not in ("user", "tool"):
+                raise ValueError("'role' must be user or tool")
+        except ValueError as exc:
+            raise fail(f"{file}:{n}: {exc}") from None
+        rows.append(
+            Exchange(row["request"], row["answer"], row["reply"], row.get("role") or "user")
+        )
+    home = clawd_home()
+    try:
+        settings = load_settings(home)
+        scorer = _scorer(home)
+    except (ModelError, ConfigError) as exc:
+        raise fail(str(exc)) from None
+    try:
+        for i, ex in enumerate(rows):
+            votes = scorer.assess(ex, f"{file.name}/{i}")
+            d = decision(settings, ex, votes)
+            line = {
+                "score": d.score,
+                "votes": [{"kind": k, "score": v, "raw": raw} for k, raw, v, _ in votes],
+                "hint": d.hint,
+                "mode": scorer.mode,
+            }
+            print(json.dumps(line, ensure_ascii=False), flush=True)
+    except JudgeError as exc:
+        raise fail(f"the judge failed: {exc}") from None
+    finally:
+        scorer.close()
+
+
 def train_cmd(
     now: bool = typer.Option(False, "--now", help="Train on the approved samples right now."),
 ) -> None:
@@ -155,6 +250,7 @@ def train_cmd(
         return
     with contextlib.suppress(OSError):
         os.nice(10)
+    judge_waiting(home)
     columns = (
         TextColumn("[bold]training"),
         BarColumn(),

@@ -25,6 +25,7 @@ from typing import Any
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
 from adapters import promote
@@ -36,7 +37,7 @@ from clawd.serving.chat import router as chat_router
 from clawd.serving.engine import Engine, EngineError
 from clawd.serving.protocol import ApiError, ConversationUpdate, FeedbackRequest, error_body
 from clawd.signals import review
-from clawd.signals.job import status_dict
+from clawd.signals.job import feedback_signal, status_dict
 from clawd.signals.rules import LEARNABLE_KINDS, nothing_to_learn
 from clawd.store import record
 from clawd.store.db import Store
@@ -223,7 +224,20 @@ def create_app(daemon: Daemon) -> FastAPI:
             fid = record.add_feedback(d.store, body.id, body.rating, body.comment)
         except record.NotFound as exc:
             raise ApiError(404, str(exc), "not_found_error", "unknown_id", "id") from None
-        return {"id": fid, "object": "feedback", "response_id": body.id}
+        # Explicit feedback needs no judge: its signal and sample are written now.
+        made = feedback_signal(d.store, d.settings, body.id)
+        sample = d.store.db.execute(
+            "SELECT x.id, x.kind, x.status FROM samples x JOIN signals s ON s.id = x.signal_id "
+            "WHERE s.turn_id = ?",
+            [body.id],
+        ).fetchone()
+        return {
+            "id": fid,
+            "object": "feedback",
+            "response_id": body.id,
+            "signal": bool(made),
+            "sample": dict(zip(("id", "kind", "status"), sample, strict=True)) if sample else None,
+        }
 
     @app.get("/v1/conversations", summary="Stored conversations, newest first")
     async def conversations(d: Daemon = Depends(authorize)) -> dict:
@@ -290,6 +304,9 @@ def create_app(daemon: Daemon) -> FastAPI:
         if d.jobs is None:
             raise ApiError(503, "the daemon's jobs are not running", "service_unavailable")
         method = d.settings.train_method
+        job = d.jobs.signal_job
+        if job is not None:  # "reply, then train now" trains on that reply
+            await run_in_threadpool(job.run_once, 1000, True)
         why = nothing_to_learn(*d.store.waiting_samples(LEARNABLE_KINDS[method]), method)
         if why:
             raise ApiError(409, why, "invalid_request_error", "nothing_to_train")

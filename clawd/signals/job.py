@@ -1,8 +1,9 @@
 """The signals job: turns with a next state (or feedback) become signal sets and samples.
 
 Runs in the daemon on an APScheduler interval. Each run picks turns that have a next state or
-explicit feedback and no signal yet (or feedback newer than their signal), runs the judge's
-votes and the hint extractor, applies the combination table, and writes the signal, every
+explicit feedback and no signal yet (or feedback newer than their signal), asks the configured
+judge (``clawd.signals.scorer``: probe, written votes or an external endpoint) about the user's
+request, the answer and the reply, applies the combination table, and writes the signal, every
 vote's raw text and the sample in **one transaction**. A crash before the commit leaves
 nothing; the unique index on ``signals.turn_id`` makes a second writer fail instead of adding a
 second set. A failing judge call is recorded in ``signal_attempts`` and retried later with
@@ -15,7 +16,6 @@ Run alone to process what is pending once, with the settings' judge::
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import sqlite3
@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from clawd.config import Settings
-from clawd.signals.judge import Judge
-from clawd.signals.rules import decide, parse_boxed, parse_hint
+from clawd.signals.rules import Exchange, request_of
+from clawd.signals.scorer import Scorer, Vote, decision, make_scorer
 from clawd.store.db import Store
 
 log = logging.getLogger("clawd.signals")
@@ -40,8 +40,7 @@ WHERE t.learn = 1
   AND (EXISTS (SELECT 1 FROM next_states n WHERE n.turn_id = t.id)
        OR EXISTS (SELECT 1 FROM feedback f WHERE f.turn_id = t.id))
   AND (s.id IS NULL
-       OR (s.hint_source IS NOT 'feedback'
-           AND EXISTS (SELECT 1 FROM feedback f WHERE f.turn_id = t.id
+       OR (EXISTS (SELECT 1 FROM feedback f WHERE f.turn_id = t.id
                        AND f.created_at > s.created_at)
            AND NOT EXISTS (SELECT 1 FROM samples x WHERE x.turn_id = t.id
                            AND x.status = 'used')))
@@ -49,11 +48,6 @@ WHERE t.learn = 1
 ORDER BY t.created_at
 LIMIT ?
 """
-
-
-def _seed(turn_id: str, kind: str, i: int) -> int:
-    """Votes are reproducible: a rerun after a crash asks the same questions the same way."""
-    return int.from_bytes(hashlib.sha256(f"{turn_id}/{kind}/{i}".encode()).digest()[:4], "big")
 
 
 @dataclass
@@ -67,26 +61,25 @@ class JobStatus:
 
 
 class SignalJob:
-    def __init__(self, store: Store, judge: Judge, settings: Settings, model_name: str) -> None:
-        self.store, self.judge, self.settings = store, judge, settings
-        self.judge_name = model_name
+    def __init__(self, store: Store, scorer: Scorer, settings: Settings) -> None:
+        self.store, self.scorer, self.settings = store, scorer, settings
         self.status = JobStatus()
-        self._loaded = False
         self._lock = threading.Lock()  # one run at a time
 
     def pending(self, limit: int = 50, store: Store | None = None) -> list[dict[str, Any]]:
         """Turns waiting for signals (``store``: a connection of the calling thread)."""
         return list((store or self.store).db.query(PENDING_SQL, [time.time(), limit]))
 
-    def run_once(self, limit: int = 50) -> int:
-        """Process up to ``limit`` pending turns; returns how many got a signal set."""
-        if not self._lock.acquire(blocking=False):
+    def run_once(self, limit: int = 50, wait: bool = False) -> int:
+        """Process up to ``limit`` pending turns; returns how many got a signal set.
+
+        A run already in progress makes this one return 0 at once, or with ``wait`` (train
+        now: judge what waits first) wait for it and then look again.
+        """
+        if not self._lock.acquire(blocking=wait):
             return 0
         try:
             self.status.running = True
-            if not self._loaded:
-                self.judge.load()
-                self._loaded = True
             done = 0
             for turn in self.pending(limit):
                 try:
@@ -124,119 +117,123 @@ class SignalJob:
             self.status.last_error,
         )
 
-    def _replaceable(self, turn_id: str) -> bool:
-        """Whether feedback arrived after the turn's signal set was made (and it is untrained)."""
-        return bool(
-            self.store.db.execute(
-                "SELECT 1 FROM signals s WHERE s.turn_id = ? AND s.hint_source IS NOT 'feedback' "
-                "AND EXISTS (SELECT 1 FROM feedback f WHERE f.turn_id = s.turn_id "
-                "AND f.created_at > s.created_at) AND NOT EXISTS (SELECT 1 FROM samples x "
-                "WHERE x.turn_id = s.turn_id AND x.status = 'used')",
-                [turn_id],
-            ).fetchone()
-        )
-
     def process(self, turn: dict[str, Any]) -> int:
-        db, s = self.store.db, self.settings
-        ns = db.execute(
-            "SELECT role, content FROM next_states WHERE turn_id = ?", [turn["id"]]
+        return process_turn(self.store, self.settings, turn, self.scorer)
+
+
+def _replaceable(store: Store, turn_id: str) -> bool:
+    """Whether feedback arrived after the turn's signal set was made (and it is untrained)."""
+    return bool(
+        store.db.execute(
+            "SELECT 1 FROM signals s WHERE s.turn_id = ? "
+            "AND EXISTS (SELECT 1 FROM feedback f WHERE f.turn_id = s.turn_id "
+            "AND f.created_at > s.created_at) AND NOT EXISTS (SELECT 1 FROM samples x "
+            "WHERE x.turn_id = s.turn_id AND x.status = 'used')",
+            [turn_id],
         ).fetchone()
-        fb = db.execute(
-            "SELECT rating, comment FROM feedback WHERE turn_id = ? "
-            "ORDER BY created_at DESC, id DESC LIMIT 1",
-            [turn["id"]],
-        ).fetchone()
-        role, content = ns if ns else (None, None)
-        votes: list[tuple[str, str, int | None, str | None]] = []  # kind, raw, score, hint
-        if fb is None:
-            for i in range(s.judge_votes):
-                raw = self.judge.vote(
-                    turn["response_text"],
-                    role,
-                    content,
-                    temperature=s.judge_temperature,
-                    seed=_seed(turn["id"], "judge", i),
-                )
-                votes.append(("judge", raw, parse_boxed(raw), None))
-            if s.hint_extractor == "judge":
-                for i in range(s.judge_votes):
-                    raw = self.judge.hint(
-                        turn["response_text"],
-                        role,
-                        content,
-                        temperature=s.judge_temperature,
-                        seed=_seed(turn["id"], "hint", i),
-                    )
-                    decision, hint = parse_hint(raw)
-                    votes.append(("hint", raw, decision, hint))
-        d = decide(
-            judge_votes=[v[2] for v in votes if v[0] == "judge"],
-            hint_outputs=[(v[2], v[3]) for v in votes if v[0] == "hint"],
-            extractor=s.hint_extractor,
-            next_role=role,
-            next_content=content,
-            feedback=(fb[0], fb[1]) if fb else None,
-        )
-        now = time.time()
-        try:
-            with db.conn:  # all of the signal set, or none of it
-                old = db.execute(
-                    "SELECT id FROM signals WHERE turn_id = ?", [turn["id"]]
-                ).fetchone()
-                if old and not self._replaceable(turn["id"]):
-                    return 0  # another run got here first
-                if old:  # newer feedback replaces a judged signal set
-                    db.conn.execute("DELETE FROM samples WHERE turn_id = ?", [turn["id"]])
-                    db.conn.execute("DELETE FROM signal_votes WHERE signal_id = ?", [old[0]])
-                    db.conn.execute("DELETE FROM signals WHERE id = ?", [old[0]])
-                cur = db.conn.execute(
-                    "INSERT INTO signals (turn_id, score, hint, hint_source, judge_model, "
-                    "created_at) VALUES (?, ?, ?, ?, ?, ?)",
+    )
+
+
+def process_turn(
+    store: Store, settings: Settings, turn: dict[str, Any], scorer: Scorer | None
+) -> int:
+    """One turn's signal set and sample, written at once; 1 if written, 0 if another was first.
+
+    With feedback on the turn no judge is needed (``scorer`` may be None then).
+    """
+    db, s = store.db, settings
+    ns = db.execute(
+        "SELECT role, content FROM next_states WHERE turn_id = ?", [turn["id"]]
+    ).fetchone()
+    fb = db.execute(
+        "SELECT rating, comment FROM feedback WHERE turn_id = ? "
+        "ORDER BY created_at DESC, id DESC LIMIT 1",
+        [turn["id"]],
+    ).fetchone()
+    role, content = ns if ns else (None, None)
+    ex = Exchange(
+        request=request_of(json.loads(turn["prompt_messages"] or "[]")),
+        answer=turn["response_text"],
+        reply=content or "",
+        role=role or "user",
+    )
+    if fb is None and scorer is None:
+        raise ValueError(f"turn {turn['id']} has no feedback and no judge was given")
+    votes: list[Vote] = [] if fb or scorer is None else scorer.assess(ex, turn["id"])
+    d = decision(s, ex, votes, feedback=(fb[0], fb[1]) if fb else None)
+    now = time.time()
+    try:
+        with db.conn:  # all of the signal set, or none of it
+            old = db.execute("SELECT id FROM signals WHERE turn_id = ?", [turn["id"]]).fetchone()
+            if old and not _replaceable(store, turn["id"]):
+                return 0  # another run got here first
+            if old:  # newer feedback replaces a judged signal set
+                db.conn.execute("DELETE FROM samples WHERE turn_id = ?", [turn["id"]])
+                db.conn.execute("DELETE FROM signal_votes WHERE signal_id = ?", [old[0]])
+                db.conn.execute("DELETE FROM signals WHERE id = ?", [old[0]])
+            cur = db.conn.execute(
+                "INSERT INTO signals (turn_id, score, hint, hint_source, judge_model, "
+                "created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    turn["id"],
+                    d.score,
+                    d.hint,
+                    d.hint_source,
+                    None if fb or scorer is None else scorer.name,
+                    now,
+                ),
+            )
+            signal_id = cur.lastrowid
+            db.conn.executemany(
+                "INSERT INTO signal_votes (signal_id, kind, raw_text, score, hint, created_at)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                [(signal_id, k, raw, score, hint, now) for k, raw, score, hint in votes],
+            )
+            if d.kind:
+                db.conn.execute(
+                    "INSERT INTO samples (turn_id, signal_id, kind, prompt_token_ids, "
+                    "response_token_ids, hint, reward, adapter_version, status, created_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         turn["id"],
-                        d.score,
+                        signal_id,
+                        d.kind,
+                        turn["prompt_token_ids"] or "[]",
+                        turn["response_token_ids"] or "[]",
                         d.hint,
-                        d.hint_source,
-                        None if fb else self.judge_name,
+                        float(d.score),
+                        turn["adapter_version"],
+                        "pending" if s.require_approval else "approved",
                         now,
                     ),
                 )
-                signal_id = cur.lastrowid
-                db.conn.executemany(
-                    "INSERT INTO signal_votes (signal_id, kind, raw_text, score, hint, created_at)"
-                    " VALUES (?, ?, ?, ?, ?, ?)",
-                    [(signal_id, k, raw, score, hint, now) for k, raw, score, hint in votes],
-                )
-                if d.kind:
-                    db.conn.execute(
-                        "INSERT INTO samples (turn_id, signal_id, kind, prompt_token_ids, "
-                        "response_token_ids, hint, reward, adapter_version, status, created_at) "
-                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                        (
-                            turn["id"],
-                            signal_id,
-                            d.kind,
-                            turn["prompt_token_ids"] or "[]",
-                            turn["response_token_ids"] or "[]",
-                            d.hint,
-                            float(d.score),
-                            turn["adapter_version"],
-                            "pending" if s.require_approval else "approved",
-                            now,
-                        ),
-                    )
-                db.conn.execute("DELETE FROM signal_attempts WHERE turn_id = ?", [turn["id"]])
-        except sqlite3.IntegrityError:
-            log.info("turn %s already has a signal set; skipped", turn["id"])
+            db.conn.execute("DELETE FROM signal_attempts WHERE turn_id = ?", [turn["id"]])
+    except sqlite3.IntegrityError:
+        log.info("turn %s already has a signal set; skipped", turn["id"])
+        return 0
+    store.event(
+        "signal",
+        f"turn {turn['id']}: score {d.score}, sample {d.kind}",
+        turn_id=turn["id"],
+        votes=[v[2] for v in votes],
+        sample=d.kind,
+    )
+    return 1
+
+
+def feedback_signal(store: Store, settings: Settings, turn_id: str) -> int:
+    """The signal set and sample of a turn's newest feedback, at once (no judge needed).
+
+    Used by ``POST /v1/feedback``, so that a thumbs-down trains the next run without waiting
+    for the job. Opted-out turns get none; a sample that already trained stays.
+    """
+    turn = store.db["turns"].get(turn_id)
+    if not turn["learn"]:
+        return 0
+    if store.db.execute("SELECT 1 FROM signals WHERE turn_id = ?", [turn_id]).fetchone():
+        if not _replaceable(store, turn_id):
             return 0
-        self.store.event(
-            "signal",
-            f"turn {turn['id']}: score {d.score}, sample {d.kind}",
-            turn_id=turn["id"],
-            votes=[v[2] for v in votes],
-            sample=d.kind,
-        )
-        return 1
+    return process_turn(store, settings, turn, None)
 
 
 def status_dict(job: SignalJob | None, store: Store) -> dict[str, Any]:
@@ -245,7 +242,8 @@ def status_dict(job: SignalJob | None, store: Store) -> dict[str, Any]:
     st = job.status
     return {
         "enabled": True,
-        "judge": job.judge.model_path.name,
+        "judge": job.scorer.model,
+        "mode": job.scorer.mode,
         "running": st.running,
         "runs": st.runs,
         "processed": st.processed,
@@ -265,7 +263,6 @@ if __name__ == "__main__":
     settings = load_settings(home)
     name = settings.judge_model or settings.model
     with Store.open(home) as store:
-        job = SignalJob(
-            store, Judge(resolve(name, home), max_tokens=settings.judge_max_tokens), settings, name
-        )
+        scorer = make_scorer(settings, home, resolve(name, home), name)
+        job = SignalJob(store, scorer, settings)
         print(json.dumps({"processed": job.run_once()}))

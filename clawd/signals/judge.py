@@ -9,14 +9,16 @@ It must not make the user wait: before each small batch of prompt tokens and bef
 token it waits on ``yield_to``, an event the serving engine sets while no user request is
 queued or running.
 
-Each vote reasons freely for up to ``judge_max_tokens`` tokens; when it has not written a
-score by then, ``\\boxed{`` is appended and a grammar restricts the next tokens to a valid score,
-so that a small model's votes are valid more often (the raw text shows exactly what was
-forced). The hint extractor is forced the same way into ``[HINT_START]`` after ``\\boxed{1}``.
+Each vote reasons freely for up to ``judge_max_tokens`` tokens. A vote that has not written a
+valid ``\\boxed{}`` score by then abstains (its score is None; the raw text is kept and shows
+why): forcing a score out of a model that did not reach one only records its label bias. When
+the hint extractor has written ``\\boxed{1}`` it is asked for the hint after ``[HINT_START]``.
+This is ``judge_mode = "generate"``; the default scorer for small models is the probe
+(``clawd.signals.probe``), which does not need the model to write.
 
-Run alone to judge one exchange with the default model::
+Run alone to judge one exchange (request, answer, reply) with the configured model::
 
-    python -m clawd.signals.judge "The capital is Paris." "No, answer in one word."
+    python -m clawd.signals.judge "Capital of France?" "The capital is Paris." "No, one word."
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from clawd.chattemplate import ChatTemplate, TemplateError
-from clawd.signals.rules import hint_messages, judge_messages, parse_boxed
+from clawd.signals.rules import Exchange, hint_messages, judge_messages, parse_boxed
 
 PROMPT_BATCH = 8  # tokens evaluated between two checks for a waiting user
 
@@ -54,7 +56,6 @@ class Judge:
         self.llm: Any = None
         self.template: ChatTemplate | None = None
         self._lock = threading.Lock()
-        self._grammars: dict[str, Any] = {}
 
     def load(self) -> None:
         """Load the model and its chat template (once; later calls do nothing)."""
@@ -88,13 +89,6 @@ class Judge:
         # The template already holds the BOS token where the model wants one.
         return self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=True)
 
-    def _grammar(self, gbnf: str) -> Any:
-        from llama_cpp import LlamaGrammar
-
-        if gbnf not in self._grammars:
-            self._grammars[gbnf] = LlamaGrammar.from_string(gbnf, verbose=False)
-        return self._grammars[gbnf]
-
     def _complete(
         self,
         prompt: list[int],
@@ -103,7 +97,6 @@ class Judge:
         seed: int,
         max_tokens: int,
         stop: str | None = None,
-        grammar: str | None = None,
     ) -> str:
         """Generate text, yielding to user requests between prompt batches and tokens."""
         import llama_cpp
@@ -137,7 +130,6 @@ class Judge:
             min_p=0.0,
             repeat_penalty=1.0,
             reset=True,
-            grammar=self._grammar(grammar) if grammar else None,
         ):
             if llama_cpp.llama_vocab_is_eog(vocab, token):
                 break
@@ -159,42 +151,26 @@ class Judge:
         except TemplateError as exc:
             raise JudgeError(str(exc)) from exc
 
-    def _scored(self, head: str, allowed: tuple[int, ...], temperature: float, seed: int) -> str:
-        """Free reasoning that ends in ``\\boxed{score}``, the score forced if need be."""
-        text = self._complete(
+    def _scored(self, head: str, temperature: float, seed: int) -> str:
+        """Free reasoning, stopped after the first closing brace (the end of ``\\boxed{...}``)."""
+        return self._complete(
             self._tokenize(head),
             temperature=temperature,
             seed=seed,
             max_tokens=self.max_tokens,
             stop="}",
         )
-        if parse_boxed(text, allowed=allowed) is not None:
-            return text
-        forced = text.split("\\boxed", 1)[0].rstrip() + "\n\\boxed{"
-        choices = " | ".join(f'"{v}"' for v in allowed)
-        return forced + self._complete(
-            self._tokenize(head + forced),
-            temperature=temperature,
-            seed=seed,
-            max_tokens=4,
-            grammar=f'root ::= ({choices}) "}}"',
-        )
 
-    def vote(
-        self, response: str, role: str, next_state: str, *, temperature: float, seed: int
-    ) -> str:
-        """One evaluative vote: the raw text, ending in a score."""
+    def vote(self, ex: Exchange, *, temperature: float, seed: int) -> str:
+        """One evaluative vote's raw text; ``parse_boxed`` reads its score (None: abstains)."""
         with self._lock:
-            head = self._render(judge_messages(response, role, next_state))
-            return self._scored(head, (1, -1, 0), temperature, seed)
+            return self._scored(self._render(judge_messages(ex)), temperature, seed)
 
-    def hint(
-        self, response: str, role: str, next_state: str, *, temperature: float, seed: int
-    ) -> str:
-        """One hint-extractor output: ``\\boxed{1}`` plus a hint, or ``\\boxed{-1}``."""
+    def hint(self, ex: Exchange, *, temperature: float, seed: int) -> str:
+        """One hint-extractor output: ``\\boxed{1}`` plus a hint, ``\\boxed{-1}``, or no score."""
         with self._lock:
-            head = self._render(hint_messages(response, role, next_state))
-            text = self._scored(head, (1, -1), temperature, seed)
+            head = self._render(hint_messages(ex))
+            text = self._scored(head, temperature, seed)
             if parse_boxed(text, allowed=(1, -1)) != 1:
                 return text
             text += "\n[HINT_START]"
@@ -214,8 +190,9 @@ if __name__ == "__main__":
     settings = load_settings()
     judge = Judge(resolve(settings.judge_model or settings.model))
     judge.load()
-    answer, reply = sys.argv[1], sys.argv[2]
+    ex = Exchange(request=sys.argv[1], answer=sys.argv[2], reply=sys.argv[3])
     for i in range(settings.judge_votes):
-        print(f"--- vote {i}\n{judge.vote(answer, 'user', reply, temperature=0.6, seed=i)}")
-    print(f"--- hint\n{judge.hint(answer, 'user', reply, temperature=0.6, seed=0)}")
+        raw = judge.vote(ex, temperature=settings.judge_temperature, seed=i)
+        print(f"--- vote {i} -> {parse_boxed(raw)}\n{raw}")
+    print(f"--- hint\n{judge.hint(ex, temperature=settings.judge_temperature, seed=0)}")
     judge.close()

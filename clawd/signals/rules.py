@@ -1,9 +1,11 @@
 """Learning signals, the pure part: judge prompts, parsing votes, majority, hints, samples.
 
-A turn's *next state* says two things (DESIGN.md). The **evaluative** judge votes ``\\boxed{1}``
+A turn's *next state* says two things (DESIGN.md). The **evaluative** judge sees the user's
+request, the answer and what came next, and votes ``\\boxed{1}``
 (the user moved on / thanked / a tool succeeded), ``\\boxed{-1}`` (redo, correction, rephrase,
 a change request, a tool error the answer caused) or ``\\boxed{0}``; the majority of valid votes
-is the reward, a tie or no valid vote gives 0. The **directive** extractor says whether the next
+is the reward, a tie or no valid vote gives 0. A vote whose text reaches no score abstains:
+a wrong-signed signal is worse than none. The **directive** extractor says whether the next
 state reveals hindsight and, if so, writes a hint between ``[HINT_START]`` and ``[HINT_END]``;
 hints over 10 characters count and the longest wins. Explicit feedback beats both.
 
@@ -28,6 +30,7 @@ import re
 import sys
 from collections import Counter
 from dataclasses import dataclass
+from typing import Any
 
 BOXED_RE = re.compile(r"\\boxed\{\s*([^{}]*?)\s*\}")
 HINT_RE = re.compile(r"\[HINT_START\](.*?)(?:\[HINT_END\]|$)", re.DOTALL)
@@ -37,7 +40,10 @@ JUDGE_SYSTEM = (
     "You grade an AI assistant's answer by what happened right after it: the user's next "
     "message or a tool's output."
 )
-JUDGE_TEMPLATE = """## The assistant's answer
+JUDGE_TEMPLATE = """## The user's request
+{request}
+
+## The assistant's answer
 {response}
 
 ## What came next (from the {role})
@@ -57,7 +63,10 @@ HINT_SYSTEM = (
     "You read an AI assistant's answer and what came after it, and find hindsight: what the "
     "assistant should have done differently."
 )
-HINT_TEMPLATE = """## The assistant's answer
+HINT_TEMPLATE = """## The user's request
+{request}
+
+## The assistant's answer
 {response}
 
 ## What came next (from the {role})
@@ -70,13 +79,41 @@ hint of 1-3 sentences addressed to the assistant between [HINT_START] and [HINT_
 answer \\boxed{{-1}}."""
 
 
-def judge_messages(response: str, role: str, next_state: str) -> list[dict[str, str]]:
-    text = JUDGE_TEMPLATE.format(response=response, role=role, next_state=next_state)
+@dataclass(frozen=True)
+class Exchange:
+    """What a judge reads: the user's request, the answer, and what came next (its role)."""
+
+    request: str
+    answer: str
+    reply: str
+    role: str = "user"
+
+
+NO_REQUEST = "(not recorded)"
+
+
+def request_of(prompt_messages: list[dict[str, Any]]) -> str:
+    """The user's request of a turn: the text of the last user message of its prompt."""
+    for message in reversed(prompt_messages):
+        if message.get("role") == "user":
+            content = message.get("content")
+            if isinstance(content, list):  # OpenAI content parts
+                content = " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+            return str(content or "").strip() or NO_REQUEST
+    return NO_REQUEST
+
+
+def judge_messages(ex: Exchange) -> list[dict[str, str]]:
+    text = JUDGE_TEMPLATE.format(
+        request=ex.request, response=ex.answer, role=ex.role, next_state=ex.reply
+    )
     return [{"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": text}]
 
 
-def hint_messages(response: str, role: str, next_state: str) -> list[dict[str, str]]:
-    text = HINT_TEMPLATE.format(response=response, role=role, next_state=next_state)
+def hint_messages(ex: Exchange) -> list[dict[str, str]]:
+    text = HINT_TEMPLATE.format(
+        request=ex.request, response=ex.answer, role=ex.role, next_state=ex.reply
+    )
     return [{"role": "system", "content": HINT_SYSTEM}, {"role": "user", "content": text}]
 
 
