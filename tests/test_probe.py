@@ -99,4 +99,4 @@ def test_the_score_command_judges_a_file_in_order(
         assert lines[0]["hint"] == TEA.reply
     path.write_text(json.dumps(rows[0]) + "\n" + json.dumps({"request": "x", "answer": "y"}))
     bad = CliRunner().invoke(app, ["signals", "score", str(path)])
-    assert bad.exit_code == 1 and ":2: 'reply' must be a string" in bad.output
+    assert bad.exit_code == 1 and "'reply' must be a string" in bad.output and ":2:" in bad.output

@@ -60,8 +60,9 @@ def test_a_corrective_reply_becomes_a_signal_and_a_sample(daemon: RunningDaemon)
         rated = converse(c, "List three fruits.", "ok")
         fb = c.post("/v1/feedback", json={"id": rated, "rating": -1, "comment": "No lists."})
         assert fb.status_code == 200
-        sig = wait_for(lambda: signal_of(c, judged))
-        assert len(sig["votes"]) == 3 and all(v["raw_text"] for v in sig["votes"])
+        sig = wait_for(lambda: signal_of(c, judged), timeout=240)  # tiny Qwen3: fits its probe
+        [vote] = sig["votes"]  # the default judge: one probe vote with its probabilities
+        assert vote["kind"] == "probe" and "p(-1)" in vote["raw_text"]
         assert sig["next_state"] == "No! Just answer in one word."
         kinds = {-1: "opd+rl", 1: "rl", 0: None}  # the reply extractor's table
         assert (sig["sample"] or {}).get("kind") == kinds[sig["score"]]
@@ -89,11 +90,14 @@ def test_another_model_can_judge(smollm2_gguf: Path, tiny_qwen3_gguf: Path, tmp_
     try:
         jobs = httpx.get(f"{d.url}/health").json()["jobs"]
         assert jobs["signals"]["judge"] == tiny_qwen3_gguf.name != smollm2_gguf.name
+        assert jobs["signals"]["mode"] == "probe"
         with d.client() as c:
             turn = converse(c, "What is the capital of France?", "No, that's wrong.")
-            sig = wait_for(lambda: signal_of(c, turn))
-        assert sig["judge_model"] == str(tiny_qwen3_gguf)
-        assert len(sig["votes"]) == 3 and all("\\boxed{" in v["raw_text"] for v in sig["votes"])
+            sig = wait_for(lambda: signal_of(c, turn), timeout=240)  # fits the probe first
+        assert sig["judge_model"] == f"{tiny_qwen3_gguf} (probe)"
+        [vote] = sig["votes"]
+        assert vote["kind"] == "probe" and "\\boxed{" in vote["raw_text"]
+        assert list((d.home / "cache" / "probe").glob("probe-*.json"))  # fitted once, cached
     finally:
         d.stop()
 
@@ -102,7 +106,8 @@ def test_kill_9_during_the_job_leaves_exactly_one_signal_set(
     any_gguf: Path, tmp_path: Path
 ) -> None:
     home = tmp_path / "kill-home"
-    slow = {
+    slow = {  # written votes: a judge run long enough to be killed in the middle
+        "CLAWD_JUDGE_MODE": "generate",
         "CLAWD_SIGNALS_INTERVAL_S": "1",
         "CLAWD_JUDGE_VOTES": "15",
         "CLAWD_JUDGE_MAX_TOKENS": "400",
@@ -118,7 +123,7 @@ def test_kill_9_during_the_job_leaves_exactly_one_signal_set(
     finally:
         os.kill(d.proc.pid, signal.SIGKILL)
         d.proc.wait()
-    d = start_daemon(any_gguf, home, settings=FAST_JOB)
+    d = start_daemon(any_gguf, home, settings={**FAST_JOB, "CLAWD_JUDGE_MODE": "generate"})
     try:
         with d.client() as c:
             wait_for(lambda: signal_of(c, turn))

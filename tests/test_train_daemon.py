@@ -12,7 +12,12 @@ import pytest
 from bench.daemon import start_daemon
 from tests.test_signals_daemon import converse, signal_of, wait_for
 
-SETTINGS = {"CLAWD_SIGNALS_INTERVAL_S": "1", "CLAWD_JUDGE_MAX_TOKENS": "8"}
+# Written votes of 8 tokens: quick on the tiny model, whose random states leave the probe mute.
+SETTINGS = {
+    "CLAWD_SIGNALS_INTERVAL_S": "1",
+    "CLAWD_JUDGE_MODE": "generate",
+    "CLAWD_JUDGE_MAX_TOKENS": "8",
+}
 
 
 @pytest.fixture
@@ -134,7 +139,10 @@ def test_feedback_makes_its_signal_and_sample_in_the_same_request(
 
 
 def test_train_now_judges_the_waiting_replies_first(smollm2_gguf: Path, tmp_path: Path) -> None:
-    quiet = {**SETTINGS, "CLAWD_SIGNALS_INTERVAL_S": "3600", "CLAWD_TRAIN_EPOCHS": "1"}
+    quiet = {  # the default judge (the probe) on the default model
+        "CLAWD_SIGNALS_INTERVAL_S": "3600",
+        "CLAWD_TRAIN_EPOCHS": "1",
+    }
     d = start_daemon(smollm2_gguf, tmp_path / "home", settings=quiet)
     try:
         with d.client() as c:

@@ -4,8 +4,8 @@ The fitting set ships with clawd (``clawd/signals/data/exchanges.jsonl``: reques
 reply, label -1/0/+1, category, voice; written in many voices). The held-out set for the judge
 benchmark lives elsewhere (``bench/data/``) and nothing here reads it.
 
-Every choice is made by cross-validation that holds out one writer's voice at a time, so it is
-judged on wording it was not fitted on: the regularisation ``C``, then the two thresholds,
+Every choice is made by cross-validation whose folds hold out whole voices (five folds of
+writers), so it is judged on wording it was not fitted on: the regularisation ``C``, then the two thresholds,
 chosen on the out-of-fold probabilities to decide as many turns correctly as possible while
 at most ``MAX_WRONG_SIGN`` of the decided turns get the opposite sign of their label and at
 least ``MIN_NEUTRAL_ABSTAIN`` of the neutral replies abstain. The final model is fitted on all of
@@ -51,6 +51,7 @@ FIT_FILE = DATA / "exchanges.jsonl"
 MAX_WRONG_SIGN = 0.02
 MIN_NEUTRAL_ABSTAIN = 0.6
 C_GRID = (0.01, 0.03, 0.1, 0.3)
+FOLDS = 5  # cross-validation folds, each holding out whole voices
 T_GRID = tuple(round(0.30 + 0.025 * i, 3) for i in range(27))  # 0.30 .. 0.95
 
 
@@ -135,14 +136,18 @@ def _model(c: float) -> Any:
 
 
 def out_of_fold(x: np.ndarray, y: np.ndarray, groups: np.ndarray, c: float) -> np.ndarray:
-    """Probabilities for every row from a model fitted without its voice (columns: LABELS)."""
+    """Probabilities for every row from a model fitted without its voice (columns: LABELS).
+
+    Voices are split into ``FOLDS`` groups; each row is scored by the model fitted on the others.
+    """
+    from sklearn.model_selection import GroupKFold
     from sklearn.preprocessing import StandardScaler
 
     p = np.zeros((len(y), 3))
-    for g in np.unique(groups):
-        test = groups == g
-        scaler = StandardScaler().fit(x[~test])
-        model = _model(c).fit(scaler.transform(x[~test]), y[~test])
+    folds = GroupKFold(n_splits=min(FOLDS, len(np.unique(groups))))
+    for train, test in folds.split(x, y, groups):
+        scaler = StandardScaler().fit(x[train])
+        model = _model(c).fit(scaler.transform(x[train]), y[train])
         cols = [list(model.classes_).index(k) for k in (-1, 0, 1)]
         p[test] = model.predict_proba(scaler.transform(x[test]))[:, cols]
     return p
