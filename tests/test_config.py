@@ -64,3 +64,20 @@ def test_set_value_keeps_comments_and_validates(home: Path) -> None:
     with pytest.raises(ConfigError, match="unknown setting"):
         set_value(home, "nope", 1)
     assert load_settings(home).port == 9000
+
+
+def test_the_judge_api_key_is_masked_in_what_config_show_prints(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typer.testing import CliRunner
+
+    from clawd.cli.main import app
+
+    monkeypatch.setenv("CLAWD_JUDGE_API_KEY", "sk-very-secret")
+    monkeypatch.setenv("CLAWD_JUDGE_URL", "http://127.0.0.1:11434/v1")
+    assert load_settings(home).judge_api_key == "sk-very-secret"  # used as it is
+    rows = {r.name: r for r in describe(home)}
+    assert rows["judge_api_key"].value == "********" and rows["judge_url"].value.endswith("/v1")
+    shown = CliRunner().invoke(app, ["config", "show"])
+    assert shown.exit_code == 0 and "sk-very-secret" not in shown.output
+    assert "judge_mode = 'probe'" in shown.output
