@@ -79,8 +79,9 @@ def test_the_rotary_permutation_is_needed_for_llama(
     wrong = adapter_effect_correlation(smollm2_gguf, peft, tok, tmp_path / "wrong")
     print(f"correlation with permutation {right:.3f}, without {wrong:.3f}")
     # q/k alone act through the softmax, where llama.cpp's quantized activations add more noise
-    # than on the full adapter (>= 0.95 above); the unpermuted export is uncorrelated.
-    assert right >= 0.85 and wrong < 0.5
+    # than on the full adapter (>= 0.95 above); the unpermuted export is uncorrelated. Seen:
+    # 0.850 / -0.146 on 2026-12-01 (so the bound leaves room for build and thread noise).
+    assert right >= 0.8 and wrong < 0.3
 
 
 def test_permute_rows_matches_the_converter_layout() -> None:

@@ -72,7 +72,10 @@ def test_a_second_daemon_judges_the_first_one(smollm2_gguf: Path, tmp_path: Path
         # The endpoint recorded the judge's calls but was told not to learn from them.
         with endpoint.client() as c:
             convs = c.get("/v1/conversations").json()["data"]
-        assert convs and all(not conv["learn"] for conv in convs)
+            turns = [
+                t for cv in convs for t in c.get(f"/v1/conversations/{cv['id']}").json()["turns"]
+            ]
+        assert turns and not any(t["learn"] for t in turns)
     finally:
         endpoint.stop()
 

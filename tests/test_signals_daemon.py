@@ -63,6 +63,8 @@ def test_a_corrective_reply_becomes_a_signal_and_a_sample(daemon: RunningDaemon)
         sig = wait_for(lambda: signal_of(c, judged), timeout=240)  # tiny Qwen3: fits its probe
         [vote] = sig["votes"]  # the default judge: one probe vote with its probabilities
         assert vote["kind"] == "probe" and "p(-1)" in vote["raw_text"]
+        fitted = list((daemon.home / "cache" / "probe").glob("probe-*.json"))
+        assert len(fitted) == (0 if "smollm2" in sig["judge_model"] else 1)  # shipped, or fitted
         assert sig["next_state"] == "No! Just answer in one word."
         kinds = {-1: "opd+rl", 1: "rl", 0: None}  # the reply extractor's table
         assert (sig["sample"] or {}).get("kind") == kinds[sig["score"]]
@@ -85,19 +87,19 @@ def test_the_daemon_log_says_what_happened_not_every_job_run(daemon: RunningDaem
 
 
 def test_another_model_can_judge(smollm2_gguf: Path, tiny_qwen3_gguf: Path, tmp_path: Path) -> None:
-    judge = {**FAST_JOB, "CLAWD_JUDGE_MODEL": str(tiny_qwen3_gguf)}
+    # written votes: the probe fitting itself for the tiny model is tested above ([qwen3])
+    judge = {**FAST_JOB, "CLAWD_JUDGE_MODEL": str(tiny_qwen3_gguf), "CLAWD_JUDGE_MODE": "generate"}
     d = start_daemon(smollm2_gguf, tmp_path / "judge-home", settings=judge)
     try:
         jobs = httpx.get(f"{d.url}/health").json()["jobs"]
         assert jobs["signals"]["judge"] == tiny_qwen3_gguf.name != smollm2_gguf.name
-        assert jobs["signals"]["mode"] == "probe"
+        assert jobs["signals"]["mode"] == "generate"
         with d.client() as c:
             turn = converse(c, "What is the capital of France?", "No, that's wrong.")
-            sig = wait_for(lambda: signal_of(c, turn), timeout=240)  # fits the probe first
-        assert sig["judge_model"] == f"{tiny_qwen3_gguf} (probe)"
-        [vote] = sig["votes"]
-        assert vote["kind"] == "probe" and "\\boxed{" in vote["raw_text"]
-        assert list((d.home / "cache" / "probe").glob("probe-*.json"))  # fitted once, cached
+            sig = wait_for(lambda: signal_of(c, turn))
+        assert sig["judge_model"] == str(tiny_qwen3_gguf)
+        assert [v["kind"] for v in sig["votes"]] == ["judge"] * 3
+        assert all(v["raw_text"] is not None for v in sig["votes"])
     finally:
         d.stop()
 

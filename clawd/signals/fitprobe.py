@@ -5,15 +5,15 @@ reply, label -1/0/+1, category, voice; written in many voices). The held-out set
 benchmark lives elsewhere (``bench/data/``) and nothing here reads it.
 
 Every choice is made by cross-validation whose folds hold out whole voices (five folds of
-writers), so it is judged on wording it was not fitted on: the regularisation ``C``, then the two thresholds,
-chosen on the out-of-fold probabilities to decide as many turns correctly as possible while
-at most ``MAX_WRONG_SIGN`` of the decided turns get the opposite sign of their label and at
-least ``MIN_NEUTRAL_ABSTAIN`` of the neutral replies abstain. The final model is fitted on all of
-the set. Needs scikit-learn.
+writers), so it is judged on wording it was not fitted on: the regularisation ``C``, then the
+two thresholds, chosen on the out-of-fold probabilities to decide as many turns correctly as
+possible while at most ``MAX_WRONG_SIGN`` of the decided turns get the opposite sign of their
+label and at least ``MIN_NEUTRAL_ABSTAIN`` of the neutral replies abstain. The final model is
+fitted on all of the set. Needs scikit-learn.
 
 Weights are found, in order: shipped for the model file's sha256
 (``clawd/signals/data/probe-<sha16>.json``), cached (``CLAWD_HOME/cache/probe/``), or fitted now
-(a minute for the default model on 2 cores, logged) and cached.
+(about 7 minutes for SmolLM2-135M on 2 cores, longer for bigger models; logged) and cached.
 
 Run alone to fit the probe for a model and write its weights (how the shipped file is made)::
 

@@ -44,7 +44,9 @@ class Writer(Protocol):
 
 
 def seed_of(key: str, kind: str, i: int) -> int:
-    return int.from_bytes(hashlib.sha256(f"{key}/{kind}/{i}".encode()).digest()[:4], "big")
+    """A vote's seed, from the turn: 31 bits, as OpenAI-compatible endpoints accept."""
+    digest = hashlib.sha256(f"{key}/{kind}/{i}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
 
 
 class Scorer:
