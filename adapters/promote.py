@@ -92,14 +92,19 @@ def load_on_start(engine: Engine, store: Store, home: Path, base_sha256: str) ->
 
 
 def promote_candidates(engine: Engine, store: Store, base_sha256: str) -> str | None:
-    """Activate the newest candidate that passed the gate and is newer than the active one."""
+    """Activate the newest candidate that passed the gate and is newer than the active one.
+
+    With the base model serving, only candidates made after it was chosen count: `clawd adapters
+    base` sticks until a new run makes something newer.
+    """
     current = registry.active(store)
+    since = current["created_at"] if current else (registry.last_switch_at(store) or 0.0)
     newer = [
         r
         for r in registry.list_adapters(store)
         if r["status"] == "candidate"
         and (r["metrics"].get("gate") or {}).get("passed")
-        and (current is None or r["created_at"] > current["created_at"])
+        and r["created_at"] > since
     ]
     if not newer:
         return None

@@ -200,7 +200,18 @@ def set_active(store: Store, version: str | None, *, previous: str = "retired") 
             _set_status(store, current["version"], previous)
         if version is not None:
             _set_status(store, version, "active")
-    store.event("adapters", f"active adapter: {version or 'base model'}", version=version)
+    store.event(
+        "adapters", f"active adapter: {version or 'base model'}", version=version, switch=True
+    )
+
+
+def last_switch_at(store: Store) -> float | None:
+    """When the serving adapter was last chosen (activation, rollback, the base model)."""
+    row = store.db.execute(
+        "SELECT ts FROM events WHERE kind = 'adapters' AND json_extract(data, '$.switch') = 1 "
+        "ORDER BY id DESC LIMIT 1"
+    ).fetchone()
+    return float(row[0]) if row else None
 
 
 def rollback_target(store: Store) -> str | None:

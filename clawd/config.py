@@ -40,6 +40,22 @@ def clawd_home() -> Path:
     return Path(xdg).expanduser().resolve() / "clawd"
 
 
+def private_state(home: Path | None = None) -> None:
+    """Keep the user's state private: files created from now on are 0600, folders 0700, and
+    ``CLAWD_HOME`` itself is 0700 (conversations, the database and the logs are personal).
+
+    Called first by the ``clawd`` command (so the daemon and its trainer inherit it) and by the
+    trainer when run alone.
+    """
+    os.umask(0o077)
+    home = home or clawd_home()
+    if home.is_dir():
+        try:
+            home.chmod(0o700)
+        except OSError:  # not ours to change (a shared folder the user pointed us at)
+            pass
+
+
 def config_path(home: Path) -> Path:
     return home / "config.toml"
 

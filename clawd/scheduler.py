@@ -122,8 +122,7 @@ class Jobs:
             env=env,
             stdout=out,
             stderr=subprocess.STDOUT,
-            preexec_fn=lambda: os.nice(10),
-        )
+        )  # the trainer lowers its own priority (os.nice): no preexec_fn in a threaded daemon
         out.close()
         log.info("training started (%s), pid %d", trigger, self.trainer.pid)
         return self.trainer.pid

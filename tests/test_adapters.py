@@ -225,3 +225,30 @@ def test_a_passing_candidate_is_promoted_automatically(
             time.sleep(0.5)
     finally:
         d.stop()
+
+
+def test_the_base_model_chosen_by_the_user_sticks(
+    tiny_qwen3_gguf: Path, torch_cache: Path, tmp_path: Path
+) -> None:
+    """`clawd adapters base` is not undone by the promoter; a later run's candidate still is
+    promoted."""
+    from adapters import promote
+    from clawd.models import sha256_file
+    from clawd.serving.engine import Engine
+
+    home = tmp_path / "home"
+    register(home, tiny_qwen3_gguf, torch_cache, "older", seed=31)  # passed, never served
+    engine = Engine(tiny_qwen3_gguf, n_ctx=512)
+    engine.load()
+    sha = sha256_file(tiny_qwen3_gguf)
+    try:
+        with Store.open(home) as store:
+            promote.to_base(engine, store)  # what `clawd adapters base` does
+            assert promote.promote_candidates(engine, store, sha) is None
+            assert engine.adapter_version is None and registry.active(store) is None
+            register(home, tiny_qwen3_gguf, torch_cache, "newer", seed=32)
+            assert promote.promote_candidates(engine, store, sha) == "newer"
+            assert engine.adapter_version == "newer"
+            assert registry.get(store, "older")["status"] == "candidate"
+    finally:
+        engine.close()

@@ -94,3 +94,36 @@ def test_train_shows_how_many_waiting_samples_the_method_can_use(
     assert "1 approved samples wait (0 usable by train_method opd)" in result.output
     result = runner.invoke(app, ["train"])
     assert "1 approved samples wait;" in result.output
+
+
+def test_clawd_keeps_its_state_private(tmp_path: Path) -> None:
+    """CLAWD_HOME is 0700 and what clawd writes there is 0600, whatever the user's umask."""
+    import os
+    import stat
+    import subprocess
+    import sys
+
+    home = tmp_path / "private-home"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CLAWD_")}
+    env["CLAWD_HOME"] = str(home)
+    run = lambda *args: subprocess.run(  # noqa: E731
+        [
+            sys.executable,
+            "-c",
+            "import os; os.umask(0o022); from clawd.cli.main import main; main()",
+            *args,
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run("token").returncode == 0
+    assert run("signals", "list").returncode == 0  # opens (creates) the database
+    mode = lambda p: stat.S_IMODE(p.stat().st_mode)  # noqa: E731
+    assert mode(home) == 0o700
+    files = [p for p in home.rglob("*") if p.is_file()]
+    assert any(p.name == "clawd.db" for p in files) and any(p.name == "token" for p in files)
+    assert {p.name: mode(p) for p in files} == {p.name: 0o600 for p in files}
+    home.chmod(0o755)  # a home made before this release is closed again
+    assert run("token").returncode == 0 and mode(home) == 0o700

@@ -74,6 +74,10 @@ def test_a_corrective_reply_becomes_a_signal_and_a_sample(daemon: RunningDaemon)
         veto = c.post(f"/v1/signals/{fsig['id']}/veto")
         assert veto.status_code == 200 and veto.json()["sample_status"] == "vetoed"
         assert c.post("/v1/signals/99999/approve").status_code == 404
+        for bad in ("24453415020501794816", "0", "-3", "x"):  # ids that no signal can have
+            for r in (c.get(f"/v1/signals/{bad}"), c.post(f"/v1/signals/{bad}/veto")):
+                assert r.status_code == 400, (bad, r.status_code, r.text)
+                assert r.json()["error"]["param"] == "path.sid"
         assert c.get("/v1/signals", params={"status": "bogus"}).status_code == 400
         health = httpx.get(f"{daemon.url}/health").json()
         assert health["jobs"]["signals"]["enabled"] and health["jobs"]["signals"]["runs"] > 0

@@ -16,7 +16,14 @@ from rich.table import Table
 from clawd import __version__
 from clawd.cli.learn import adapters_app, signals_app, train_cmd
 from clawd.cli.util import err, fail, out
-from clawd.config import ConfigError, clawd_home, config_path, describe, load_settings
+from clawd.config import (
+    ConfigError,
+    clawd_home,
+    config_path,
+    describe,
+    load_settings,
+    private_state,
+)
 from clawd.models import CATALOG, ModelError, installed, pull, use
 
 app = typer.Typer(
@@ -199,6 +206,7 @@ def forget(
 
 
 def main() -> None:
+    private_state()
     app()
 
 

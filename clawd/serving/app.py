@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import Depends, FastAPI, Query, Request
+from fastapi import Path as PathParam
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
@@ -43,6 +44,8 @@ from clawd.store import record
 from clawd.store.db import Store
 
 log = logging.getLogger("clawd")
+# Ids are SQLite integers: larger ones are refused at the edge (400 naming the field, never 500).
+SignalId = PathParam(..., ge=1, le=2**63 - 1, description="A signal id (see GET /v1/signals).")
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
 
@@ -277,7 +280,7 @@ def create_app(daemon: Daemon) -> FastAPI:
         return {"object": "list", "data": review.list_signals(d.store, status, limit)}
 
     @app.get("/v1/signals/{sid}", summary="A signal with its votes and sample")
-    async def signal(sid: int, d: Daemon = Depends(authorize)) -> dict:
+    async def signal(sid: int = SignalId, d: Daemon = Depends(authorize)) -> dict:
         return review.show_signal(d.store, sid)
 
     async def _set(sid: int, status: str, d: Daemon) -> dict:
@@ -287,11 +290,11 @@ def create_app(daemon: Daemon) -> FastAPI:
             raise ApiError(409, str(exc), "invalid_request_error", "not_applicable") from None
 
     @app.post("/v1/signals/{sid}/approve", summary="Let this signal's sample train")
-    async def approve(sid: int, d: Daemon = Depends(authorize)) -> dict:
+    async def approve(sid: int = SignalId, d: Daemon = Depends(authorize)) -> dict:
         return await _set(sid, "approved", d)
 
     @app.post("/v1/signals/{sid}/veto", summary="Never train on this signal's sample")
-    async def veto(sid: int, d: Daemon = Depends(authorize)) -> dict:
+    async def veto(sid: int = SignalId, d: Daemon = Depends(authorize)) -> dict:
         return await _set(sid, "vetoed", d)
 
     @app.get("/v1/train", summary="Training runs, the latest run's steps, the schedule")

@@ -70,6 +70,8 @@ def show_signal(store: Store, signal_id: int) -> dict[str, Any]:
 
 
 def list_signals_by_id(store: Store, signal_id: int) -> list[dict[str, Any]]:
+    if not 0 < signal_id < 2**63:  # not an SQLite integer: no such signal (never an overflow)
+        return []
     sql = LIST_SQL.format(where="WHERE s.id = ?")
     return list(store.db.query(sql, [signal_id, 1]))
 

@@ -36,7 +36,7 @@ from typing import Any
 import torch
 
 from adapters import registry
-from clawd.config import Settings, clawd_home, load_settings
+from clawd.config import Settings, clawd_home, load_settings, private_state
 from clawd.models import resolve, sha256_file
 from clawd.signals.rules import LEARNABLE_KINDS, nothing_to_learn
 from clawd.store.db import Store
@@ -300,6 +300,7 @@ def _gate(
 
 def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    private_state()
     with contextlib.suppress(OSError):
         os.nice(10)  # the user's foreground work comes first
     trigger = sys.argv[1] if len(sys.argv) > 1 else "manual"
