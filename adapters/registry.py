@@ -189,7 +189,11 @@ def _set_status(store: Store, version: str, status: str) -> None:
     store.db.conn.execute("UPDATE adapters SET status = ? WHERE version = ?", (status, version))
     folder = Path(row["path"])
     if (folder / "manifest.json").exists():
-        write_manifest(folder, {**read_manifest(folder), "status": status})
+        try:
+            manifest = read_manifest(folder)
+        except AdapterError:  # damaged: the database row is the truth; leave the file as it is
+            return
+        write_manifest(folder, {**manifest, "status": status})
 
 
 def set_active(store: Store, version: str | None, *, previous: str = "retired") -> None:
@@ -272,11 +276,18 @@ def export(store: Store, version: str, fmt: str, dest: Path) -> Path:
 
 
 def reconcile(store: Store, home: Path) -> list[str]:
-    """After a crash: drop temp folders and rows whose folder vanished; keep one active."""
+    """After a crash: drop temp folders, folders without a row (a crash between the rename and
+    the row: that run never finished, its samples still wait), rows whose folder vanished; keep
+    one active. A damaged manifest is reported, never fatal: the database is the truth."""
     notes = []
     for stale in adapters_dir(home).glob(".tmp-*"):
         shutil.rmtree(stale, ignore_errors=True)
         notes.append(f"removed unfinished {stale.name}")
+    known = {Path(r["path"]).name for r in list_adapters(store)}
+    for folder in sorted(adapters_dir(home).iterdir()):
+        if folder.is_dir() and not folder.name.startswith(".") and folder.name not in known:
+            shutil.rmtree(folder, ignore_errors=True)
+            notes.append(f"removed {folder.name}: its run never finished (no database row)")
     with store.db.conn:
         for row in list_adapters(store):
             if not Path(row["path"]).exists():
@@ -288,7 +299,11 @@ def reconcile(store: Store, home: Path) -> list[str]:
         for row in list_adapters(store):  # the database is the truth; manifests mirror it
             folder = Path(row["path"])
             if (folder / "manifest.json").exists():
-                manifest = read_manifest(folder)
+                try:
+                    manifest = read_manifest(folder)
+                except AdapterError as exc:
+                    notes.append(f"adapter {row['version']}: {exc}")
+                    continue
                 if manifest.get("status") != row["status"]:
                     write_manifest(folder, {**manifest, "status": row["status"]})
         for extra in actives[1:]:

@@ -69,6 +69,31 @@ def test_reconcile_after_a_crash(
     assert not (home / "adapters" / ".tmp-halfwritten").exists()
 
 
+def test_reconcile_survives_a_damaged_manifest_and_drops_an_unfinished_version(
+    home: Path, store: Store, tiny_qwen3_gguf: Path, torch_cache: Path
+) -> None:
+    from adapters import promote
+    from clawd.serving.engine import Engine
+
+    register(home, tiny_qwen3_gguf, torch_cache, "a", seed=1)
+    registry.set_active(store, "a")
+    (home / "adapters" / "a" / "manifest.json").write_text("{ not json")
+    orphan = home / "adapters" / "renamed-then-crashed"  # a folder whose row never came
+    orphan.mkdir()
+    (orphan / "adapter.gguf").write_bytes(b"GGUF")
+    notes = registry.reconcile(store, home)
+    assert any("a: " in n and "unreadable manifest" in n for n in notes)
+    assert any("renamed-then-crashed" in n for n in notes) and not orphan.exists()
+    assert registry.get(store, "a")["status"] == "active"  # the database is the truth
+    engine = Engine(tiny_qwen3_gguf, n_ctx=512)  # and start-up goes on, whatever loads
+    engine.load()
+    try:
+        notes = promote.load_on_start(engine, store, home, sha256_file(tiny_qwen3_gguf))
+    finally:
+        engine.close()
+    assert notes and notes[-1] in ("loaded adapter a", "serving the base model")
+
+
 def test_export_both_formats(
     home: Path, store: Store, tiny_qwen3_gguf: Path, torch_cache: Path, tmp_path: Path
 ) -> None:

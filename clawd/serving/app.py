@@ -30,6 +30,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
 from adapters import promote
+from adapters.registry import AdapterError
 from adapters.routes import router as adapter_router
 from clawd.config import Settings, clawd_home, ensure_token, load_settings, token_path
 from clawd.models import resolve, sha256_file
@@ -88,7 +89,12 @@ class Daemon:
             self.model_sha256 = sha256_file(self.model_path)
             self.engine.load()
             with Store.open(self.home) as store:  # this thread's own connection
-                for note in promote.load_on_start(self.engine, store, self.home, self.model_sha256):
+                try:
+                    notes = promote.load_on_start(self.engine, store, self.home, self.model_sha256)
+                except AdapterError as exc:  # never fatal: the base model serves
+                    notes = [f"cannot load the active adapter ({exc}); serving the base model"]
+                    log.error("%s", notes[0])
+                for note in notes:
                     log.info("%s", note)
                     store.event("adapters", note)
                 store.event(
