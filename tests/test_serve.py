@@ -223,6 +223,32 @@ def test_auth_unknown_ids_oversize_prompts(daemon: RunningDaemon) -> None:
     assert httpx.get(f"{daemon.url}/health").status_code == 200  # still up
 
 
+def test_oversized_bodies_and_lists_are_refused_before_any_work(daemon: RunningDaemon) -> None:
+    big = json.dumps({"messages": [{"role": "user", "content": "x" * (9 * 2**20)}]})
+    with daemon.client() as c:
+        r = c.post(
+            "/v1/chat/completions", content=big, headers={"Content-Type": "application/json"}
+        )
+        assert r.status_code == 413 and r.json()["error"]["code"] == "body_too_large"
+
+        def chunks():  # no Content-Length: counted while it streams in
+            for _ in range(10):
+                yield b"x" * 2**20
+
+        r = c.post("/v1/chat/completions", content=chunks())
+        assert r.status_code == 413 and r.json()["error"]["type"] == "invalid_request_error"
+        many = [{"role": "user", "content": "hi"}] * 5000
+        r = c.post("/v1/chat/completions", json={"messages": many})
+        assert r.status_code == 400 and r.json()["error"]["param"] == "messages"
+        r = c.post("/v1/chat/completions", json={"messages": HI, "stop": ["s" * 300]})
+        assert r.status_code == 400 and r.json()["error"]["param"] == "stop"
+        r = c.post("/v1/feedback", content=big, headers={"Content-Type": "application/json"})
+        assert r.status_code == 413
+        ok = c.post("/v1/chat/completions", json={"messages": HI, "max_tokens": 2})
+        assert ok.status_code == 200  # the limit does not touch normal requests
+    assert httpx.get(f"{daemon.url}/health").status_code == 200
+
+
 def test_a_client_that_hangs_up_cancels_its_generation(daemon: RunningDaemon) -> None:
     cid = f"hangup-{int(time.time() * 1000)}"
     body = {"messages": HI, "max_tokens": 1500, "temperature": 1.0, "stream": True}

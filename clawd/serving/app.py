@@ -166,6 +166,52 @@ def _install_errors(app: FastAPI) -> None:
         return JSONResponse(error_body(f"internal error: {exc}", "server_error"), 500)
 
 
+MAX_BODY_BYTES = 8 * 2**20  # a request body larger than this is refused with 413
+
+
+class BodyLimit:
+    """ASGI middleware: refuse request bodies over ``limit`` bytes (413, OpenAI-shaped) before
+    any of it is parsed, whether the client declares a Content-Length or streams chunks."""
+
+    def __init__(self, app: Any, limit: int = MAX_BODY_BYTES) -> None:
+        self.app, self.limit = app, limit
+
+    async def _refuse(self, scope: Any, receive: Any, send: Any) -> None:
+        body = error_body(
+            f"the request body is larger than {self.limit // 2**20} MiB",
+            "invalid_request_error",
+            "body_too_large",
+        )
+        await JSONResponse(body, status_code=413)(scope, receive, send)
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS"):
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope["headers"]).get(b"content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > self.limit):
+            await self._refuse(scope, receive, send)
+            return
+        chunks, size = [], 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":  # the client went away
+                return
+            chunks.append(message.get("body", b""))
+            size += len(chunks[-1])
+            if size > self.limit:
+                await self._refuse(scope, receive, send)
+                return
+            if not message.get("more_body"):
+                break
+        replay = [{"type": "http.request", "body": b"".join(chunks), "more_body": False}]
+
+        async def replayed() -> Any:  # the body once, then the real stream (disconnects)
+            return replay.pop() if replay else await receive()
+
+        await self.app(scope, replayed, send)
+
+
 def create_app(daemon: Daemon) -> FastAPI:
 
     @contextlib.asynccontextmanager
@@ -184,6 +230,7 @@ def create_app(daemon: Daemon) -> FastAPI:
         description="A personal assistant that learns from your replies.",
     )
     app.state.daemon = daemon
+    app.add_middleware(BodyLimit)
     _install_errors(app)
 
     async def authorize(request: Request) -> Daemon:

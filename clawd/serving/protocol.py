@@ -41,7 +41,9 @@ class StreamOptions(BaseModel):
 class CreateChatCompletionRequest(BaseModel):
     model_config = ConfigDict(extra="ignore")
     model: str | None = Field(None, description="Ignored: clawd serves one model.")
-    messages: list[ChatMessage] = Field(min_length=1, description="The conversation so far.")
+    messages: list[ChatMessage] = Field(
+        min_length=1, max_length=4096, description="The conversation so far (at most 4096)."
+    )
     temperature: float | None = Field(None, ge=0.0, le=2.0, description="Sampling temperature.")
     top_p: float | None = Field(None, gt=0.0, le=1.0, description="Nucleus sampling mass.")
     max_tokens: int | None = Field(None, ge=1, description="Most tokens to generate.")
@@ -63,6 +65,8 @@ class CreateChatCompletionRequest(BaseModel):
         stops = [v] if isinstance(v, str) else list(v or [])
         if len(stops) > 4:
             raise ValueError("at most 4 stop strings")
+        if any(len(x) > 256 for x in stops):
+            raise ValueError("a stop string may have at most 256 characters")
         return stops
 
     def plain_messages(self) -> list[dict[str, Any]]:
