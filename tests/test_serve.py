@@ -220,6 +220,13 @@ def test_auth_unknown_ids_oversize_prompts(daemon: RunningDaemon) -> None:
             headers={"X-Clawd-Conversation": "bad id with spaces"},
         )
         assert r.status_code == 400
+        for dots in ("..", "a..b"):
+            r = c.post(
+                "/v1/chat/completions",
+                json={"messages": HI},
+                headers={"X-Clawd-Conversation": dots},
+            )
+            assert r.status_code == 400 and r.json()["error"]["param"] == "X-Clawd-Conversation"
     assert httpx.get(f"{daemon.url}/health").status_code == 200  # still up
 
 
@@ -323,3 +330,11 @@ def test_clawd_forget_and_token_commands(daemon: RunningDaemon, client: openai.O
         [*cmd, "forget", cid, "--url", daemon.url], env=env, capture_output=True, text=True
     )
     assert again.returncode == 1 and "no conversation" in again.stderr
+    # an id is one path segment: it cannot reach another route (DELETE /v1/adapters/x)
+    sneaky = subprocess.run(
+        [*cmd, "forget", "../adapters/x", "--url", daemon.url],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert sneaky.returncode == 1 and "adapter" not in sneaky.stderr.lower(), sneaky.stderr

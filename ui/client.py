@@ -15,8 +15,14 @@ import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 import httpx
+
+
+def seg(value: str) -> str:
+    """An id as one URL path segment: '/' and '..' can never reach another route."""
+    return quote(value, safe="")
 
 
 class DaemonError(Exception):
@@ -99,16 +105,16 @@ class Client:
         return (await self.request("GET", "/v1/conversations"))["data"]
 
     async def conversation(self, cid: str) -> dict[str, Any]:
-        return await self.request("GET", f"/v1/conversations/{cid}")
+        return await self.request("GET", f"/v1/conversations/{seg(cid)}")
 
     async def update_conversation(
         self, cid: str, *, title: str | None = None, learn: bool | None = None
     ) -> dict[str, Any]:
         body = {k: v for k, v in (("title", title), ("learn", learn)) if v is not None}
-        return await self.request("PATCH", f"/v1/conversations/{cid}", body)
+        return await self.request("PATCH", f"/v1/conversations/{seg(cid)}", body)
 
     async def delete_conversation(self, cid: str) -> None:
-        await self.request("DELETE", f"/v1/conversations/{cid}")
+        await self.request("DELETE", f"/v1/conversations/{seg(cid)}")
 
     async def feedback(self, response_id: str, rating: int, comment: str | None = None) -> None:
         body = {"id": response_id, "rating": rating, "comment": comment or None}
@@ -170,13 +176,13 @@ class Client:
         return await self.request("GET", "/v1/adapters")
 
     async def adapter(self, version: str) -> dict[str, Any]:
-        return await self.request("GET", f"/v1/adapters/{version}")
+        return await self.request("GET", f"/v1/adapters/{seg(version)}")
 
     async def report(self, version: str) -> dict[str, Any]:
-        return await self.request("GET", f"/v1/adapters/{version}/report")
+        return await self.request("GET", f"/v1/adapters/{seg(version)}/report")
 
     async def activate(self, version: str, force: bool = False) -> dict[str, Any]:
-        return await self.request("POST", f"/v1/adapters/{version}/activate", {"force": force})
+        return await self.request("POST", f"/v1/adapters/{seg(version)}/activate", {"force": force})
 
     async def rollback(self) -> dict[str, Any]:
         return await self.request("POST", "/v1/adapters/rollback")

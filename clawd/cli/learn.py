@@ -16,6 +16,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import quote
 
 import typer
 from rich.table import Table
@@ -364,7 +365,7 @@ def adapters_activate(
             registry.set_active(store, version)
         return f"active: {version}"
 
-    _switch(f"/v1/adapters/{version}/activate", {"force": force}, offline)
+    _switch(f"/v1/adapters/{quote(version, safe='')}/activate", {"force": force}, offline)
 
 
 @adapters_app.command("rollback")

@@ -10,6 +10,8 @@ Run alone::
 
 from __future__ import annotations
 
+from urllib.parse import quote
+
 import typer
 from rich.table import Table
 
@@ -196,7 +198,9 @@ def forget(
     base = url or f"http://{settings.host}:{settings.port}"
     headers = {"Authorization": f"Bearer {ensure_token(home)}"}
     try:
-        resp = httpx.delete(f"{base}/v1/conversations/{conversation}", headers=headers, timeout=30)
+        resp = httpx.delete(
+            f"{base}/v1/conversations/{quote(conversation, safe='')}", headers=headers, timeout=30
+        )
     except httpx.HTTPError as exc:
         msg = f"cannot reach the daemon at {base} ({exc}); start it with `clawd serve`"
         raise fail(msg) from None

@@ -86,7 +86,7 @@ async def chat_completions(body: CreateChatCompletionRequest, request: Request) 
     if conv_header is not None and not record.CONVERSATION_ID_RE.match(conv_header):
         raise _api_error(
             400,
-            "X-Clawd-Conversation must be 1-128 letters, digits or ._:-",
+            'X-Clawd-Conversation must be 1-128 letters, digits or ._:- (no "..")',
             "invalid_header",
             "X-Clawd-Conversation",
         )

@@ -25,7 +25,7 @@ from typing import Any
 
 from clawd.store.db import Store
 
-CONVERSATION_ID_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
+CONVERSATION_ID_RE = re.compile(r"^(?!.*\.\.)[A-Za-z0-9_.:-]{1,128}$")  # no ".."
 
 
 class NotFound(Exception):
