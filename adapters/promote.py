@@ -14,6 +14,7 @@ Used by ``clawd.serving.app``; run alone to print what would be loaded at start:
 from __future__ import annotations
 
 import logging
+import threading
 from pathlib import Path
 
 from adapters import hotload, registry
@@ -22,12 +23,23 @@ from clawd.serving.engine import Engine, EngineError
 from clawd.store.db import Store
 
 log = logging.getLogger("clawd.adapters")
+# One switch at a time in this process: "hot-load, then write the database" is one step, so the
+# REST routes and the promoter can never leave the engine serving another adapter than the
+# database names. Re-entrant: rollback activates.
+SWITCH = threading.RLock()
 
 
 def activate(
     engine: Engine, store: Store, version: str, base_sha256: str, *, force: bool = False
 ) -> float:
     """Hot-load ``version`` and make it active; returns the serving pause in ms."""
+    with SWITCH:
+        return _activate(engine, store, version, base_sha256, force=force)
+
+
+def _activate(
+    engine: Engine, store: Store, version: str, base_sha256: str, *, force: bool
+) -> float:
     row = registry.get(store, version)
     gate = row["metrics"].get("gate") or {}
     if row["status"] == "rejected" and not force:
@@ -45,19 +57,24 @@ def activate(
 
 
 def to_base(engine: Engine, store: Store) -> float:
-    pause = hotload.activate(engine, None, None)
-    registry.set_active(store, None)
-    return pause
+    with SWITCH:
+        try:
+            pause = hotload.activate(engine, None, None)
+        except EngineError as exc:
+            raise AdapterError(f"could not switch to the base model: {exc}") from exc
+        registry.set_active(store, None)
+        return pause
 
 
 def rollback(engine: Engine, store: Store, base_sha256: str) -> str | None:
     """Go back to the active adapter's parent (or the base model); returns what now serves."""
-    target = registry.rollback_target(store)
-    if target is None:
-        to_base(engine, store)
-        return None
-    activate(engine, store, target, base_sha256, force=True)
-    return target
+    with SWITCH:
+        target = registry.rollback_target(store)
+        if target is None:
+            to_base(engine, store)
+            return None
+        activate(engine, store, target, base_sha256, force=True)
+        return target
 
 
 def load_on_start(engine: Engine, store: Store, home: Path, base_sha256: str) -> list[str]:
@@ -97,6 +114,11 @@ def promote_candidates(engine: Engine, store: Store, base_sha256: str) -> str | 
     With the base model serving, only candidates made after it was chosen count: `clawd adapters
     base` sticks until a new run makes something newer.
     """
+    with SWITCH:
+        return _promote(engine, store, base_sha256)
+
+
+def _promote(engine: Engine, store: Store, base_sha256: str) -> str | None:
     current = registry.active(store)
     since = current["created_at"] if current else (registry.last_switch_at(store) or 0.0)
     newer = [

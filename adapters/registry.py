@@ -197,8 +197,11 @@ def _set_status(store: Store, version: str, status: str) -> None:
 
 
 def set_active(store: Store, version: str | None, *, previous: str = "retired") -> None:
-    """Make ``version`` the one active adapter (None: the base model), in one transaction."""
+    """Make ``version`` the one active adapter (None: the base model), in one transaction
+    that also reads the current one (BEGIN IMMEDIATE: no other writer in between)."""
     with store.db.conn:
+        if not store.db.conn.in_transaction:
+            store.db.conn.execute("BEGIN IMMEDIATE")
         current = active(store)
         if current and current["version"] != version:
             _set_status(store, current["version"], previous)

@@ -252,3 +252,51 @@ def test_the_base_model_chosen_by_the_user_sticks(
             assert registry.get(store, "older")["status"] == "candidate"
     finally:
         engine.close()
+
+
+def test_concurrent_switches_leave_engine_and_database_agreeing(
+    tiny_qwen3_gguf: Path, torch_cache: Path, tmp_path: Path
+) -> None:
+    """The REST route and the promoter switch from different threads: one active row, and the
+    engine serves exactly what the database names."""
+    from adapters import promote
+    from clawd.models import sha256_file
+    from clawd.serving.engine import Engine
+
+    home = tmp_path / "home"
+    for i, v in enumerate(("a", "b")):
+        register(home, tiny_qwen3_gguf, torch_cache, v, seed=40 + i)
+    engine = Engine(tiny_qwen3_gguf, n_ctx=512)
+    engine.load()
+    sha = sha256_file(tiny_qwen3_gguf)
+    errors: list[BaseException] = []
+
+    def switcher(plan: list[str | None]) -> None:
+        try:
+            with Store.open(home) as store:
+                for v in plan:
+                    if v is None:
+                        promote.to_base(engine, store)
+                    else:
+                        promote.activate(engine, store, v, sha)
+        except BaseException as exc:  # surfaced below
+            errors.append(exc)
+
+    threads = [
+        threading.Thread(target=switcher, args=(["a", "b", None] * 4,)),
+        threading.Thread(target=switcher, args=(["b", None, "a"] * 4,)),
+    ]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        assert not errors, errors
+        with Store.open(home) as store:
+            actives = [
+                r["version"] for r in registry.list_adapters(store) if r["status"] == "active"
+            ]
+            assert len(actives) <= 1
+            assert engine.adapter_version == (actives[0] if actives else None)
+    finally:
+        engine.close()
