@@ -97,7 +97,11 @@ class ClawdApp(App):
     # -- views --------------------------------------------------------------------------------
     async def action_view(self, name: str) -> None:
         tab = {"adapters": "adapters-tab"}.get(name, name)
-        self.screen_stack[0].query_one("#views", TabbedContent).active = tab
+        first = self.screen_stack[0]
+        # Blur first: a focused widget inside the pane being hidden is focused again by Textual,
+        # and a focus inside a tab pane switches the tabs back to it (F2 then stayed on chat).
+        first.set_focus(None)
+        first.query_one("#views", TabbedContent).active = tab
         await self.on_view_shown(tab)
 
     async def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
