@@ -12,6 +12,7 @@ Run alone to print the effective settings::
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import tomllib
@@ -50,10 +51,8 @@ def private_state(home: Path | None = None) -> None:
     os.umask(0o077)
     home = home or clawd_home()
     if home.is_dir():
-        try:
+        with contextlib.suppress(OSError):  # not ours to change (a folder of another owner)
             home.chmod(0o700)
-        except OSError:  # not ours to change (a shared folder the user pointed us at)
-            pass
 
 
 def config_path(home: Path) -> Path:

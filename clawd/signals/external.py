@@ -21,6 +21,7 @@ from typing import Any
 
 import httpx
 
+from clawd.config import Settings
 from clawd.signals.judge import JudgeError
 from clawd.signals.rules import Exchange, hint_messages, judge_messages, parse_boxed
 
@@ -58,6 +59,17 @@ class ExternalJudge:
             headers["Authorization"] = f"Bearer {api_key}"
         self._headers = headers
         self._http: httpx.Client | None = None
+
+    @classmethod
+    def from_settings(cls, s: Settings) -> ExternalJudge:
+        """The endpoint the settings name (``judge_url`` and its companions)."""
+        return cls(
+            s.judge_url,
+            api_key=s.judge_api_key,
+            model_name=s.judge_model_name,
+            timeout_s=s.judge_timeout_s,
+            max_tokens=s.judge_max_tokens,
+        )
 
     @property
     def name(self) -> str:
@@ -128,12 +140,6 @@ if __name__ == "__main__":
     s = load_settings()
     if not s.judge_url:
         raise SystemExit("judge_url is not set (see `clawd config show`)")
-    judge = ExternalJudge(
-        s.judge_url,
-        api_key=s.judge_api_key,
-        model_name=s.judge_model_name,
-        timeout_s=s.judge_timeout_s,
-        max_tokens=s.judge_max_tokens,
-    )
+    judge = ExternalJudge.from_settings(s)
     raw = judge.vote(Exchange(*sys.argv[1:4]), temperature=s.judge_temperature, seed=0)
     print(f"score {parse_boxed(raw)}\n{raw}")

@@ -138,13 +138,7 @@ def make_scorer(
     if s.judge_url:
         from clawd.signals.external import ExternalJudge
 
-        writer = ExternalJudge(
-            s.judge_url,
-            api_key=s.judge_api_key,
-            model_name=s.judge_model_name,
-            timeout_s=s.judge_timeout_s,
-            max_tokens=s.judge_max_tokens,
-        )
+        writer = ExternalJudge.from_settings(s)
         return Scorer(s, name=writer.name, model=writer.url, mode="external", writer=writer)
     from clawd.signals.judge import Judge
 
