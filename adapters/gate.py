@@ -1,25 +1,35 @@
-"""The promotion gate: a candidate adapter must beat the current one before it serves.
+"""The promotion gate: a candidate adapter must help and must not harm before it serves.
 
-Measured in llama.cpp, the runtime that serves, on samples the training run held out:
+Measured in llama.cpp, the runtime that serves:
 
-- **OPD gap**: mean |teacher_lp - student_lp| over the response tokens of hinted samples, the
-  distance the hint still makes; it must not grow (it should shrink);
-- **reward-weighted log-prob**: mean of ``r x mean_t student_lp`` over rewarded samples; it must
-  not fall (liked answers more likely, disliked ones less);
-- **drift**: mean per-token KL(candidate || base) of the next-token distributions over fixed
-  general conversations; it must stay under ``max_kl`` (a guard against forgetting).
+- **drift**, per update and in all: the mean per-token KL(candidate || parent) and
+  KL(candidate || base) of the next-token distributions along the base model's own greedy
+  answers (end-of-turn token included) to the first 16 of 32 fixed general prompts. The first
+  must stay under ``step_kl`` (one update may move only so far), the second under ``max_kl``
+  (the drift budget of the whole lineage, so improvements add up until the budget is spent);
+- **general ability**: the candidate's own greedy answers to the same prompts must not
+  degenerate more than the base model's: empty answers, repetition (a token run or few distinct
+  trigrams) and collapse (many prompts, one answer: few distinct openings). KL alone misses an
+  adapter that says "I'm sorry, I'm sorry..." to everything at a modest KL;
+- on samples the training run held out (only with at least ``min_heldout`` of them; fewer is
+  reported as skipped, never as passed): the **OPD gap**, mean |teacher_lp - student_lp| of
+  hinted samples, must not grow, and the **reward-weighted log-prob**, mean
+  ``r x mean_t student_lp`` of rewarded samples, must not fall.
 
-With no held-out sample of a kind that check is skipped and says so. The verdict and every
-figure go into the manifest.
+The verdict, every figure and a few of the candidate's answers go into the manifest.
 
 Run alone::
 
-    python -m adapters.gate BASE.gguf CANDIDATE.gguf [CURRENT.gguf]
+    python -m adapters.gate BASE.gguf CANDIDATE.gguf [PARENT.gguf]
 """
 
 from __future__ import annotations
 
 import ctypes
+import hashlib
+import itertools
+import json
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,17 +37,40 @@ from typing import Any
 
 import numpy as np
 
+# Fixed general prompts: facts, code, advice, writing, maths, language, everyday tasks.
 GENERAL = [
-    (
-        "What is the boiling point of water at sea level?",
-        "Water boils at 100 degrees Celsius (212 degrees Fahrenheit) at sea level.",
-    ),
-    ("Write a Python function that adds two numbers.", "def add(a, b):\n    return a + b"),
-    (
-        "Give me a tip for sleeping better.",
-        "Keep a regular schedule: go to bed and get up at the same time every day.",
-    ),
-    ("Translate 'good morning' into French.", "Bonjour."),
+    "What is the boiling point of water at sea level?",
+    "Write a Python function that adds two numbers.",
+    "Give me a tip for sleeping better.",
+    "Translate 'good morning' into French.",
+    "What is the capital of Japan?",
+    "How many days are there in a leap year?",
+    "Explain what photosynthesis is in one sentence.",
+    "What is 12 times 8?",
+    "Suggest a name for a small bakery.",
+    "How do I reverse a list in Python?",
+    "Why is the sky blue?",
+    "Write a haiku about autumn.",
+    "What should I pack for a weekend hiking trip?",
+    "What does HTTP stand for?",
+    "How can I make my coffee less bitter?",
+    "Who wrote Romeo and Juliet?",
+    "What is the difference between weather and climate?",
+    "Give me three ideas for a rainy afternoon.",
+    "How do I boil an egg?",
+    "What is a prime number?",
+    "Write a short thank-you note to a neighbour.",
+    "How far is the Moon from the Earth?",
+    "What is the plural of 'mouse'?",
+    "How do I centre text in HTML?",
+    "What are the symptoms of dehydration?",
+    "Recommend a good habit for learning a language.",
+    "What is the largest ocean on Earth?",
+    "Convert 10 kilometres to miles.",
+    "What is the main ingredient of guacamole?",
+    "How do I keep houseplants alive?",
+    "Summarise the plot of Cinderella in two sentences.",
+    "What is the chemical symbol for gold?",
 ]
 
 
@@ -57,7 +90,13 @@ class Scorer:
     def __init__(self, model_path: Path, n_ctx: int = 2048) -> None:
         from llama_cpp import Llama
 
-        self.llm = Llama(str(model_path), n_ctx=n_ctx, logits_all=True, verbose=False)
+        self.llm = Llama(
+            str(model_path),
+            n_ctx=n_ctx,
+            n_threads=os.cpu_count() or 1,
+            logits_all=True,
+            verbose=False,
+        )
         self._adapter: Any = None
 
     def set_adapter(self, path: Path | None) -> None:
@@ -79,19 +118,40 @@ class Scorer:
         self.llm.reset()
         self.llm._ctx.kv_cache_clear()
 
-    def log_softmax(self, tokens: list[int]) -> np.ndarray:
-        """(len(tokens), V) next-token log-probabilities after each prefix."""
+    def log_softmax(self, tokens: list[int], start: int = 0) -> np.ndarray:
+        """(len(tokens) - start, V) next-token log-probabilities after each prefix from
+        ``tokens[: start + 1]`` on."""
         self.llm.reset()
         self.llm._ctx.kv_cache_clear()
         self.llm.eval(tokens)
-        x = np.array(self.llm.scores[: len(tokens)], dtype=np.float64)
+        x = np.array(self.llm.scores[start : len(tokens)], dtype=np.float64)
         x -= x.max(-1, keepdims=True)
         return x - np.log(np.exp(x).sum(-1, keepdims=True))
 
+    def answer(self, prompt: list[int], max_tokens: int) -> list[int]:
+        """The greedy answer to ``prompt``, its end-of-generation token included if reached."""
+        import llama_cpp
+
+        vocab = self.llm._model.vocab
+        out: list[int] = []
+        self.llm.reset()
+        self.llm._ctx.kv_cache_clear()
+        for token in self.llm.generate(
+            prompt, top_k=1, top_p=1.0, min_p=0.0, temp=0.0, repeat_penalty=1.0, reset=True
+        ):
+            out.append(token)
+            if llama_cpp.llama_vocab_is_eog(vocab, token) or len(out) >= max_tokens:
+                break
+        return out
+
+    def is_end(self, token: int) -> bool:
+        import llama_cpp
+
+        return bool(llama_cpp.llama_vocab_is_eog(self.llm._model.vocab, token))
+
     def response_logprobs(self, prompt: list[int], response: list[int]) -> np.ndarray:
-        lp = self.log_softmax(prompt + response)
-        idx = np.arange(len(prompt) - 1, len(prompt) + len(response) - 1)
-        return lp[idx, response]
+        lp = self.log_softmax(prompt + response, len(prompt) - 1)
+        return lp[np.arange(len(response)), response]
 
     def close(self) -> None:
         self.set_adapter(None)
@@ -113,68 +173,151 @@ def _figures(scorer: Scorer, heldout: list[HeldOut]) -> dict[str, float | None]:
     }
 
 
-def _drift(scorer: Scorer, base: list[np.ndarray], general: list[tuple[list[int], int]]) -> float:
-    kls = []
-    for (tokens, start), ref in zip(general, base, strict=True):
-        lp = scorer.log_softmax(tokens)[start:]
-        kls.append((np.exp(lp) * (lp - ref[start:])).sum(-1).mean())
-    return float(np.mean(kls))
+def _kl(lp: list[np.ndarray], ref: list[np.ndarray]) -> float:
+    """Mean per-token KL(lp || ref), averaged over conversations (rows: positions, V)."""
+    return float(
+        np.mean([(np.exp(a) * (a - b)).sum(-1).mean() for a, b in zip(lp, ref, strict=True)])
+    )
+
+
+def _along(scorer: Scorer, general: list[tuple[list[int], int]]) -> list[np.ndarray]:
+    return [scorer.log_softmax(t, s - 1)[:-1] for t, s in general]
+
+
+def degeneration(answers: list[list[int]], is_end: Any) -> dict[str, float]:
+    """Shares of ``answers`` (token lists) that are empty, repetitive, and of distinct openings.
+
+    Empty: no token before the end of turn. Repetitive: a run of 8 equal tokens, or under 40%
+    distinct trigrams in an answer of 12 tokens or more. Distinct: distinct first-8-token
+    openings over all answers (1.0 when every prompt gets its own answer).
+    """
+    empty = repetitive = 0
+    openings = set()
+    for a in answers:
+        content = [t for t in a if not is_end(t)]
+        openings.add(tuple(content[:8]))
+        if not content:
+            empty += 1
+            continue
+        run = longest = 1
+        for x, y in itertools.pairwise(content):
+            run = run + 1 if x == y else 1
+            longest = max(longest, run)
+        trigrams = list(zip(content, content[1:], content[2:], strict=False))
+        few = len(content) >= 12 and len(set(trigrams)) < 0.4 * len(trigrams)
+        if longest >= 8 or few:
+            repetitive += 1
+    n = max(len(answers), 1)
+    return {
+        "empty": empty / n,
+        "repetitive": repetitive / n,
+        "degenerate": (empty + repetitive) / n,
+        "distinct": len(openings) / n,
+    }
+
+
+def _base_answers(
+    scorer: Scorer, prompts: list[list[int]], max_tokens: int, cache: Path | None
+) -> list[list[int]]:
+    """The base model's greedy answers to the general prompts (cached: they never change)."""
+    key = hashlib.sha256(json.dumps([prompts, max_tokens]).encode()).hexdigest()
+    if cache is not None and cache.exists():
+        try:
+            data = json.loads(cache.read_text(encoding="utf-8"))
+            if data.get("key") == key:
+                return [list(map(int, a)) for a in data["answers"]]
+        except (OSError, ValueError, KeyError, TypeError):
+            pass  # a damaged cache is recomputed
+    answers = [scorer.answer(p, max_tokens) for p in prompts]
+    if cache is not None:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cache.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"key": key, "answers": answers}), encoding="utf-8")
+        tmp.replace(cache)
+    return answers
 
 
 def evaluate(
     model_path: Path,
     candidate: Path,
-    current: Path | None,
+    parent: Path | None,
     heldout: list[HeldOut],
-    general: list[tuple[list[int], int]],
+    prompts: list[list[int]],
     *,
     max_kl: float = 0.5,
+    step_kl: float = 0.25,
     tolerance: float = 0.02,
+    min_heldout: int = 4,
+    answer_tokens: int = 32,
+    drift_prompts: int = 16,
+    cache: Path | None = None,
 ) -> dict[str, Any]:
-    """Compare ``candidate`` with ``current`` (None: the base model); returns the verdict."""
+    """Judge ``candidate`` against ``parent`` (None: the base model) and the base model."""
     longest = max(
-        [len(t) for t, _ in general]
+        [len(p) + answer_tokens + 1 for p in prompts]
         + [max(len(h.prompt_ids), len(h.teacher_prompt_ids)) + len(h.response_ids) for h in heldout]
     )
+    use_heldout = len(heldout) >= min_heldout
     scorer = Scorer(model_path, n_ctx=256 * (longest // 256 + 1))  # logits kept: size matters
     try:
         scorer.set_adapter(None)
-        base = [scorer.log_softmax(tokens) for tokens, _ in general]
-        scorer.set_adapter(current)
-        before = _figures(scorer, heldout)
+        base_answers = _base_answers(scorer, prompts, answer_tokens, cache)
+        pairs = list(zip(prompts, base_answers, strict=True))[:drift_prompts]
+        general = [(p + a, len(p)) for p, a in pairs if a]
+        base = _along(scorer, general)
+        scorer.set_adapter(parent)
+        before = _figures(scorer, heldout) if use_heldout else {}
+        ref = _along(scorer, general) if parent is not None else base
         scorer.set_adapter(candidate)
-        after = _figures(scorer, heldout)
-        kl = _drift(scorer, base, general)
+        after = _figures(scorer, heldout) if use_heldout else {}
+        mine = _along(scorer, general)
+        kl = _kl(mine, base)
+        kl_parent = _kl(mine, ref) if parent is not None else kl
+        answers = [scorer.answer(p, answer_tokens) for p in prompts]
+        shown = [scorer.llm.detokenize(a).decode("utf-8", "replace") for a in answers[:4]]
+        ability = {
+            "base": degeneration(base_answers, scorer.is_end),
+            "candidate": degeneration(answers, scorer.is_end),
+        }
     finally:
         scorer.close()
     checks: dict[str, Any] = {}
-    if after["opd_gap"] is not None:
+    skipped: list[str] = []
+    if not use_heldout:
+        skipped.append(f"held-out checks: {len(heldout)} held-out samples, {min_heldout} needed")
+    if after.get("opd_gap") is not None:
         checks["opd_gap_shrinks"] = after["opd_gap"] <= before["opd_gap"] + tolerance
-    if after["reward_logprob"] is not None:
+    if after.get("reward_logprob") is not None:
         checks["reward_logprob_holds"] = (
             after["reward_logprob"] >= before["reward_logprob"] - tolerance
         )
     checks["drift_under_limit"] = kl <= max_kl
+    checks["step_under_limit"] = kl_parent <= step_kl
+    b, c = ability["base"], ability["candidate"]
+    checks["general_ability"] = (
+        c["degenerate"] <= b["degenerate"] + 0.125 and c["distinct"] >= b["distinct"] - 0.25
+    )
     return {
         "passed": all(checks.values()),
         "checks": checks,
+        "skipped": skipped,
         "before": before,
         "after": after,
         "kl_to_base": kl,
+        "kl_to_parent": kl_parent,
         "max_kl": max_kl,
+        "step_kl": step_kl,
+        "ability": ability,
+        "answers": shown,
         "tolerance": tolerance,
         "heldout": len(heldout),
-        "compared_with": str(current) if current else "base model",
+        "compared_with": str(parent) if parent else "base model",
     }
 
 
-def general_tokens(tokenize: Any, render: Any) -> list[tuple[list[int], int]]:
-    """The fixed general conversations as (tokens, index of the first answer token)."""
-    out = []
-    for question, answer in GENERAL:
-        prompt = tokenize(render([{"role": "user", "content": question}]))
-        out.append((prompt + tokenize(answer), len(prompt)))
-    return out
+def general_prompts(tokenize: Any, render: Any) -> list[list[int]]:
+    """The fixed general prompts, rendered with the model's chat template, as tokens."""
+    return [tokenize(render([{"role": "user", "content": q}])) for q in GENERAL]
 
 
 if __name__ == "__main__":
@@ -188,7 +331,7 @@ if __name__ == "__main__":
     def tokenize(text: str) -> list[int]:
         return tok(text.encode(), add_bos=False, special=True)
 
-    gen = general_tokens(tokenize, tpl.render)
+    gen = general_prompts(tokenize, tpl.render)
     vocab.close()
-    current = Path(sys.argv[3]) if len(sys.argv) > 3 else None
-    print(evaluate(base_path, Path(sys.argv[2]), current, [], gen))
+    parent_path = Path(sys.argv[3]) if len(sys.argv) > 3 else None
+    print(json.dumps(evaluate(base_path, Path(sys.argv[2]), parent_path, [], gen), indent=1))

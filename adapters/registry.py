@@ -74,6 +74,9 @@ def read_manifest(folder: Path) -> dict[str, Any]:
         raise AdapterError(f"{folder}: unreadable manifest ({exc})") from exc
 
 
+MAX_ATTEMPTS = 3  # a sample in this many rejected runs stops waiting ("dropped")
+
+
 def add_candidate(
     store: Store,
     home: Path,
@@ -82,7 +85,13 @@ def add_candidate(
     used: list[int],
     heldout: list[int],
 ) -> Path:
-    """Publish the folder ``tmp`` as a new version and mark its samples, in one step."""
+    """Publish the folder ``tmp`` as a new version and settle its samples, in one step.
+
+    A candidate that passed the gate uses its trained samples up. A rejected one sends them
+    back to waiting (its adapter is kept for inspection, its samples are not spent on it),
+    and a sample in ``MAX_ATTEMPTS`` rejected runs is dropped. Held-out samples wait again
+    either way, marked so that they train in a later run instead of being held out again.
+    """
     manifest = {
         **manifest,
         "status": manifest.get("status", "candidate"),
@@ -105,15 +114,44 @@ def add_candidate(
                 "metrics": json.dumps({**manifest["metrics"], "gate": manifest.get("gate")}),
             }
         )
+        if manifest["status"] == "rejected":
+            store.db.conn.executemany(
+                "UPDATE samples SET attempts = attempts + 1, run_id = ?, status = CASE WHEN "
+                f"attempts + 1 >= {MAX_ATTEMPTS} THEN 'dropped' ELSE 'approved' END WHERE id = ?",
+                [(run_id, i) for i in used],
+            )
+        else:
+            store.db.conn.executemany(
+                "UPDATE samples SET status = 'used', run_id = ? WHERE id = ?",
+                [(run_id, i) for i in used],
+            )
         store.db.conn.executemany(
-            "UPDATE samples SET status = 'used', run_id = ? WHERE id = ?",
-            [(run_id, i) for i in used],
-        )
-        store.db.conn.executemany(
-            "UPDATE samples SET status = 'heldout', run_id = ? WHERE id = ?",
-            [(run_id, i) for i in heldout],
+            "UPDATE samples SET heldout_runs = heldout_runs + 1 WHERE id = ?",
+            [(i,) for i in heldout],
         )
     return final
+
+
+def scrub_reports(home: Path, sample_ids: list[int]) -> int:
+    """Remove the samples ``sample_ids`` (their tokens and hints: the user's words) from every
+    version's ``report.json``; returns how many reports changed. The weights keep what they
+    learned; the text is gone."""
+    wanted, changed = set(sample_ids), 0
+    if not wanted:
+        return 0
+    for path in sorted(adapters_dir(home).glob("*/report.json")):
+        try:
+            report = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        kept = [s for s in report.get("samples", []) if s.get("sample_id") not in wanted]
+        if len(kept) == len(report.get("samples", [])):
+            continue
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps({**report, "samples": kept}, indent=1), encoding="utf-8")
+        tmp.replace(path)
+        changed += 1
+    return changed
 
 
 def get(store: Store, version: str) -> dict[str, Any]:

@@ -67,6 +67,15 @@ METHODS: dict[str, dict[str, Any]] = {
         "train_method": "combined",
         "oracle": True,
     },
+    "hindsight": {
+        "label": "combined + hindsight answers (own judge)",
+        "train_method": "hindsight",
+    },
+    "oracle-hindsight": {
+        "label": "ORACLE signals, combined + hindsight answers",
+        "train_method": "hindsight",
+        "oracle": True,
+    },
     "oracle-system": {
         "label": "ORACLE signals, hint as system message",
         "train_method": "combined",
@@ -91,6 +100,7 @@ class Config:
     judge_votes: int = 3
     judge_max_tokens: int = 96  # the daemon's default
     bypass_gate: bool = False  # serve rejected adapters too: measures the learner, not the gate
+    settings: dict[str, str] = field(default_factory=dict)  # more daemon settings (--set)
 
 
 CONFIGS = {
@@ -255,6 +265,7 @@ def run_one(
         "CLAWD_JUDGE_MAX_TOKENS": str(cfg.judge_max_tokens),
         "CLAWD_N_THREADS": str(threads),
         "CLAWD_TRAIN_THREADS": str(threads),
+        **{f"CLAWD_{k.upper()}": v for k, v in cfg.settings.items()},
     }
     daemon = start_daemon(model, home, settings=settings)
     loop = Loop(daemon, persona, cfg, seed, bool(spec.get("oracle")))
@@ -319,6 +330,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         action="store_true",
         help="serve adapters the promotion gate rejected (measures the learner alone)",
     )
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a daemon setting for every run, e.g. --set train_target_kl=0.1 (repeatable)",
+    )
+    p.add_argument("--seeds", help="comma-separated seeds, e.g. 0,1")
     p.add_argument("--jobs", type=int, default=1, help="runs side by side, on cores/jobs threads")
     p.add_argument("--model", default="smollm2-135m", help="installed model name or .gguf path")
     p.add_argument("--out", type=Path, default=Path("bench/results"))
@@ -333,6 +352,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             cfg = replace(cfg, **{name: getattr(args, name)})
     if args.bypass_gate:
         cfg = replace(cfg, bypass_gate=True)
+    if args.seeds:
+        cfg = replace(cfg, seeds=[int(x) for x in args.seeds.split(",")])
+    if args.set:
+        bad = [x for x in args.set if "=" not in x]
+        if bad:
+            p.error(f"--set needs NAME=VALUE, got {bad[0]!r}")
+        cfg = replace(cfg, settings={**cfg.settings, **dict(x.split("=", 1) for x in args.set)})
     if unknown := {*cfg.personas} - {*PERSONAS} | {*cfg.methods} - {*METHODS}:
         p.error(f"unknown persona or method: {', '.join(sorted(unknown))}")
     model = resolve(args.model, clawd_home())

@@ -147,15 +147,34 @@ class Settings(BaseSettings):
         description="Where the trainer's teacher context puts the hint: appended to the last "
         "user message (the paper) or as a system message (better on SmolLM2 in probes).",
     )
-    train_method: Literal["combined", "rl", "opd"] = Field(
+    train_method: Literal["combined", "hindsight", "rl", "opd"] = Field(
         "combined",
         description="What a training run learns from: both the hint (OPD) and the reward "
-        "(binary RL), or only one of them (for comparisons; see bench/learning.py).",
+        "(binary RL); 'hindsight' adds, for each hinted sample, the answer the model writes "
+        "with the hint in context; or only one signal (for comparisons; bench/learning.py).",
     )
     train_lr: float = Field(2e-4, gt=0, lt=1, description="LoRA learning rate.")
     train_epochs: int = Field(2, ge=1, le=100, description="Passes over the samples per run.")
     train_kl_coef: float = Field(
-        0.0, ge=0, le=10, description="k3 KL penalty toward the base model (0 for personal use)."
+        0.05,
+        ge=0,
+        le=10,
+        description="Initial coefficient of the k3 KL penalty toward the base model; it adapts "
+        "during training to keep the drift near gate_max_kl (0 switches the penalty off).",
+    )
+    train_target_kl: float = Field(
+        0.05,
+        ge=0,
+        le=10,
+        description="Trust region of one update: its steps stop once the KL to the pre-update "
+        "model on the batch passes this (nats per token; 0 switches it off).",
+    )
+    train_replay: int = Field(
+        16,
+        ge=0,
+        le=4096,
+        description="Earlier trained samples replayed in each run (at most as many as new "
+        "ones), so what was learned is kept while new samples add to it.",
     )
     train_threads: int = Field(
         0, ge=0, le=1024, description="CPU threads for training; 0 lets torch decide."
@@ -178,8 +197,14 @@ class Settings(BaseSettings):
         0.5,
         gt=0,
         le=100,
-        description="Promotion gate: most mean per-token KL to the base model on general "
-        "conversations (nats) a new adapter may show.",
+        description="Promotion gate: drift budget, the most mean per-token KL to the base "
+        "model on general conversations (nats) an adapter may show, all updates together.",
+    )
+    gate_step_kl: float = Field(
+        0.25,
+        gt=0,
+        le=100,
+        description="Promotion gate: the most KL to its parent adapter one update may add.",
     )
     auto_activate: bool = Field(
         True, description="Hot-load a new adapter as soon as it passes the promotion gate."

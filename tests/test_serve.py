@@ -324,6 +324,7 @@ def test_clawd_forget_and_token_commands(daemon: RunningDaemon, client: openai.O
         [*cmd, "forget", cid, "--url", daemon.url], env=env, capture_output=True, text=True
     )
     assert out.returncode == 0, out.stderr
+    assert "removed 1 turns" in out.stdout  # it says what it removed
     with daemon.client() as c:
         assert c.get(f"/v1/conversations/{cid}").status_code == 404
     again = subprocess.run(
@@ -338,3 +339,25 @@ def test_clawd_forget_and_token_commands(daemon: RunningDaemon, client: openai.O
         text=True,
     )
     assert sneaky.returncode == 1 and "adapter" not in sneaky.stderr.lower(), sneaky.stderr
+
+
+def test_the_end_of_turn_token_is_part_of_the_served_tokens(smollm2_gguf: Path) -> None:
+    """'Stop here' is something a brevity preference must learn: the stored response ends with
+    the end-of-turn token the model produced, and the text does not show it."""
+    import llama_cpp
+
+    from clawd.serving.engine import Engine, GenParams, generate_blocking
+
+    engine = Engine(smollm2_gguf, n_ctx=512, n_threads=1)
+    engine.load()
+    try:
+        prompt = engine.tokenize(engine.render(HI))
+        result = generate_blocking(engine, prompt, GenParams(temperature=0, max_tokens=96))
+        vocab = engine.llm._model.vocab
+    finally:
+        engine.close()
+    assert result.finish_reason == "stop"
+    *text, end = result.response_token_ids
+    assert llama_cpp.llama_vocab_is_eog(vocab, end)
+    assert not any(llama_cpp.llama_vocab_is_eog(vocab, t) for t in text)
+    assert "<|im_end|>" not in result.content and result.content.strip()

@@ -140,13 +140,26 @@ STEPS = [
 ]
 GATE = {
     "passed": True,
-    "checks": {"opd_gap_shrinks": True, "reward_logprob_holds": True, "drift_under_limit": True},
+    "checks": {
+        "opd_gap_shrinks": True,
+        "reward_logprob_holds": True,
+        "drift_under_limit": True,
+        "step_under_limit": True,
+        "general_ability": True,
+    },
+    "skipped": [],
     "before": {"opd_gap": 0.842, "reward_logprob": -1.91},
     "after": {"opd_gap": 0.611, "reward_logprob": -1.72},
     "kl_to_base": 0.031,
+    "kl_to_parent": 0.031,
     "max_kl": 0.5,
+    "step_kl": 0.25,
+    "ability": {
+        "base": {"empty": 0.0, "repetitive": 0.031, "degenerate": 0.031, "distinct": 1.0},
+        "candidate": {"empty": 0.0, "repetitive": 0.0, "degenerate": 0.0, "distinct": 1.0},
+    },
     "tolerance": 0.02,
-    "heldout": 1,
+    "heldout": 4,
     "compared_with": "base model",
 }
 ADAPTER = {

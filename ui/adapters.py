@@ -54,11 +54,25 @@ def gate_text(row: dict[str, Any]) -> Text:
     before, after = gate.get("before") or {}, gate.get("after") or {}
     for key, label in (("opd_gap", "OPD gap"), ("reward_logprob", "reward-weighted log-prob")):
         text.append(f"  {label}: {fmt(before.get(key))} → {fmt(after.get(key))}\n")
-    text.append(f"  KL to base: {fmt(gate.get('kl_to_base'))} (limit {fmt(gate.get('max_kl'))})\n")
+    text.append(f"  KL to base: {fmt(gate.get('kl_to_base'))} (budget {fmt(gate.get('max_kl'))})\n")
+    if "kl_to_parent" in gate:
+        text.append(
+            f"  KL to parent: {fmt(gate['kl_to_parent'])} (step limit {fmt(gate.get('step_kl'))})\n"
+        )
+    ability = gate.get("ability") or {}
+    if ability:
+        b, c = ability.get("base", {}), ability.get("candidate", {})
+        text.append(
+            f"  general prompts: degenerate {fmt(b.get('degenerate'))} → "
+            f"{fmt(c.get('degenerate'))}, distinct {fmt(b.get('distinct'))} → "
+            f"{fmt(c.get('distinct'))}\n"
+        )
     for name, ok in (gate.get("checks") or {}).items():
         text.append(
             f"  {'✓' if ok else '✗'} {name.replace('_', ' ')}\n", style="green" if ok else "red"
         )
+    for why in gate.get("skipped") or []:
+        text.append(f"  – skipped {why}\n", style="dim")
     return text
 
 

@@ -20,7 +20,13 @@ from textual.widgets import DataTable, ProgressBar, Static
 
 from ui.client import Client, DaemonError
 
-STATUS_STYLE = {"pending": "yellow", "approved": "green", "vetoed": "red", "used": "dim"}
+STATUS_STYLE = {
+    "pending": "yellow",
+    "approved": "green",
+    "vetoed": "red",
+    "used": "dim",
+    "dropped": "dim",
+}
 
 
 def when(iso: str | None) -> str:

@@ -42,15 +42,17 @@ adapters_app = typer.Typer(
 @signals_app.command("list")
 def signals_list(
     status: str = typer.Option(
-        None, "--status", help="Only samples in this state: pending, approved, vetoed, used."
+        None,
+        "--status",
+        help="Only samples in this state: pending, approved, vetoed, used, dropped.",
     ),
     limit: int = typer.Option(30, "--limit", help="How many, newest first."),
 ) -> None:
     """List learning signals: the judge's score, the hint, and the training sample's state."""
     from clawd.signals.review import list_signals
 
-    if status not in (None, "pending", "approved", "vetoed", "used"):
-        raise fail("--status must be pending, approved, vetoed or used")
+    if status not in (None, "pending", "approved", "vetoed", "used", "dropped"):
+        raise fail("--status must be pending, approved, vetoed, used or dropped")
     with open_store() as store:
         rows = list_signals(store, status, limit)
     table = Table("id", "score", "sample", "state", "hint / next message", box=None)
@@ -324,9 +326,17 @@ def adapters_show(version: str = typer.Argument(..., help="The adapter version."
         )
         out.print(
             f"  before {gate['before']}  after {gate['after']}  "
-            f"KL to base {gate['kl_to_base']:.4f} (limit {gate['max_kl']})",
+            f"KL to base {gate['kl_to_base']:.4f} (budget {gate['max_kl']})",
             highlight=False,
         )
+        if "kl_to_parent" in gate:
+            out.print(
+                f"  KL to parent {gate['kl_to_parent']:.4f} (step limit {gate['step_kl']})  "
+                f"general ability {gate.get('ability')}",
+                highlight=False,
+            )
+        for why in gate.get("skipped") or []:
+            out.print(f"  skipped {why}", highlight=False)
     for s in a["samples"]:
         out.print(
             f"  sample {s['id']} {s['kind']:7} reward {s['reward']:+.0f} {s['status']:8}"

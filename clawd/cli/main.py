@@ -26,7 +26,7 @@ from clawd.config import (
     load_settings,
     private_state,
 )
-from clawd.models import CATALOG, ModelError, installed, pull, use
+from clawd.models import CATALOG, ModelError, ensure_embedded, installed, pull, use
 
 app = typer.Typer(
     help="clawd: a personal assistant daemon that learns from the way you reply.",
@@ -136,6 +136,10 @@ def models_use(
     out.print(f"default model: {model} ({path})", highlight=False)
 
 
+def _progress(message: str) -> None:
+    err.print(f"clawd: {message}", highlight=False)
+
+
 @app.command("serve")
 def serve(
     host: str = typer.Option(None, "--host", help="Address to listen on (default: setting host)."),
@@ -151,6 +155,8 @@ def serve(
     from clawd.serving.app import run
 
     try:
+        home = clawd_home()
+        ensure_embedded(model or load_settings(home).model, home, report=_progress)
         run(host, port, model, allow_remote)
     except (ModelError, ConfigError, OSError) as exc:
         raise fail(str(exc)) from None
@@ -167,8 +173,11 @@ def chat(
     from ui.launch import LaunchError
 
     try:
+        if url is None:  # the local daemon is started if needed: it needs its model first
+            home = clawd_home()
+            ensure_embedded(load_settings(home).model, home, report=_progress)
         run(url)
-    except (LaunchError, ConfigError, OSError) as exc:
+    except (LaunchError, ConfigError, ModelError, OSError) as exc:
         raise fail(str(exc)) from None
 
 
@@ -206,7 +215,9 @@ def forget(
         raise fail(msg) from None
     if resp.status_code != 200:
         raise fail(resp.json().get("error", {}).get("message", resp.text))
-    out.print(f"forgot {conversation}", highlight=False)
+    removed = resp.json().get("removed") or {}
+    what = ", ".join(f"{n} {k}" for k, n in removed.items() if n)
+    out.print(f"forgot {conversation}" + (f": removed {what}" if what else ""), highlight=False)
 
 
 def main() -> None:

@@ -29,7 +29,7 @@ from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
-from adapters import promote
+from adapters import promote, registry
 from adapters.registry import AdapterError
 from adapters.routes import router as adapter_router
 from clawd.config import Settings, clawd_home, ensure_token, load_settings, token_path
@@ -312,9 +312,10 @@ def create_app(daemon: Daemon) -> FastAPI:
 
     @app.delete("/v1/conversations/{cid}", summary="Forget a conversation")
     async def delete(cid: str, d: Daemon = Depends(authorize)) -> dict:
-        record.delete_conversation(d.store, cid)
-        d.store.event("forget", f"deleted conversation {cid}")
-        return {"id": cid, "object": "conversation.deleted", "deleted": True}
+        removed = record.delete_conversation(d.store, cid)
+        removed["reports"] = registry.scrub_reports(d.home, removed.pop("sample_ids"))
+        d.store.event("forget", f"deleted conversation {cid}", removed=removed)
+        return {"id": cid, "object": "conversation.deleted", "deleted": True, "removed": removed}
 
     @app.get("/v1/signals", summary="Learning signals, newest first")
     async def signals(
@@ -322,10 +323,10 @@ def create_app(daemon: Daemon) -> FastAPI:
         limit: int = Query(50, ge=1, le=1000),
         d: Daemon = Depends(authorize),
     ) -> dict:
-        if status not in (None, "pending", "approved", "vetoed", "used"):
+        if status not in (None, "pending", "approved", "vetoed", "used", "dropped"):
             raise ApiError(
                 400,
-                "status must be pending, approved, vetoed or used",
+                "status must be pending, approved, vetoed, used or dropped",
                 "invalid_request_error",
                 "invalid_value",
                 "status",

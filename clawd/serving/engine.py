@@ -63,7 +63,7 @@ class Delta:
 @dataclass
 class Result:
     prompt_token_ids: list[int]
-    response_token_ids: list[int]
+    response_token_ids: list[int]  # as generated, the end-of-generation token included
     content: str
     reasoning: str
     finish_reason: str  # "stop", "length" or "cancelled"
@@ -245,6 +245,7 @@ class Engine:
                 break
             if llama_cpp.llama_vocab_is_eog(vocab, token):
                 finish = "stop"
+                out_ids.append(token)  # "stop here" is part of what was served and learned
                 break
             out_ids.append(token)
             emit(stops.push(detok.push(llm.detokenize([token], special=False))))

@@ -43,6 +43,7 @@ class Store:
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA foreign_keys=ON")
             self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.execute("PRAGMA secure_delete=ON")  # forgotten text is overwritten
             migrate(self.db)
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"cannot open the database {path}: {exc}") from exc

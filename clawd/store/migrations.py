@@ -170,7 +170,7 @@ def m001_initial(db: sqlite_utils.Database) -> None:
             "hint": str,
             "reward": float,
             "adapter_version": str,  # the adapter that produced the response
-            "status": str,  # "pending", "approved", "vetoed", "used"
+            "status": str,  # "pending", "approved", "vetoed", "used", "dropped" (m004)
             "run_id": int,  # the training run that used it
             "created_at": float,
         },
@@ -215,6 +215,15 @@ def m003_signal_attempts(db: sqlite_utils.Database) -> None:
         foreign_keys=[("turn_id", "turns", "id")],
         not_null={"attempts", "next_try_at"},
     )
+
+
+@migration
+def m004_sample_rotation(db: sqlite_utils.Database) -> None:
+    # A rejected run's samples go back to waiting (``attempts`` counts those runs; a sample in
+    # too many is ``dropped``); a held-out sample trains in a later run and is held out once.
+    db["samples"].add_column("attempts", int, not_null_default=0)
+    db["samples"].add_column("heldout_runs", int, not_null_default=0)
+    db.execute("UPDATE samples SET status = 'approved', heldout_runs = 1 WHERE status = 'heldout'")
 
 
 def applied(db: sqlite_utils.Database) -> list[str]:

@@ -223,25 +223,43 @@ def update_conversation(
                 )
 
 
-def delete_conversation(store: Store, conversation_id: str) -> None:
-    """Forget a conversation and everything learned from it that has not been trained yet."""
+def delete_conversation(store: Store, conversation_id: str) -> dict[str, Any]:
+    """Forget a conversation: its turns and everything learned from them (signals, votes,
+    feedback, samples, trained or not). Returns how many rows of each went and the ids of the
+    samples, so that the caller can scrub the training reports that quote them."""
     if store.db["conversations"].count_where("id = ?", [conversation_id]) == 0:
         raise NotFound(f"no conversation with id {conversation_id!r}")
     turn_ids = "SELECT id FROM turns WHERE conversation_id = ?"
+    sample_ids = [
+        r[0]
+        for r in store.db.execute(
+            f"SELECT id FROM samples WHERE turn_id IN ({turn_ids})", (conversation_id,)
+        ).fetchall()
+    ]
+    removed: dict[str, Any] = {}
     with store.db.conn:
-        for sql in (
-            f"DELETE FROM signal_votes WHERE signal_id IN "
-            f"(SELECT id FROM signals WHERE turn_id IN ({turn_ids}))",
-            f"DELETE FROM samples WHERE turn_id IN ({turn_ids})",
-            f"DELETE FROM signal_attempts WHERE turn_id IN ({turn_ids})",
-            f"DELETE FROM signals WHERE turn_id IN ({turn_ids})",
-            f"DELETE FROM feedback WHERE turn_id IN ({turn_ids})",
-            f"DELETE FROM next_states WHERE turn_id IN ({turn_ids})",
-            f"UPDATE next_states SET next_turn_id = NULL WHERE next_turn_id IN ({turn_ids})",
-            "DELETE FROM turns WHERE conversation_id = ?",
-            "DELETE FROM conversations WHERE id = ?",
+        for name, sql in (
+            (
+                "votes",
+                f"DELETE FROM signal_votes WHERE signal_id IN "
+                f"(SELECT id FROM signals WHERE turn_id IN ({turn_ids}))",
+            ),
+            ("samples", f"DELETE FROM samples WHERE turn_id IN ({turn_ids})"),
+            ("", f"DELETE FROM signal_attempts WHERE turn_id IN ({turn_ids})"),
+            ("signals", f"DELETE FROM signals WHERE turn_id IN ({turn_ids})"),
+            ("feedback", f"DELETE FROM feedback WHERE turn_id IN ({turn_ids})"),
+            ("", f"DELETE FROM next_states WHERE turn_id IN ({turn_ids})"),
+            ("", f"UPDATE next_states SET next_turn_id = NULL WHERE next_turn_id IN ({turn_ids})"),
+            ("turns", "DELETE FROM turns WHERE conversation_id = ?"),
+            ("", "DELETE FROM conversations WHERE id = ?"),
         ):
-            store.db.conn.execute(sql, (conversation_id,))
+            n = store.db.conn.execute(sql, (conversation_id,)).rowcount
+            if name:
+                removed[name] = n
+    # The write-ahead log still holds the old pages: fold it in and empty it.
+    store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    removed["sample_ids"] = sample_ids
+    return removed
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ class Example:
     teacher_prompt_ids: list[int]
     response_ids: list[int]
     device: Any = "cpu"
+    hindsight: bool = False  # the response is the hinted model's own answer, not the served one
     old_lp: list[float] = field(default_factory=list)
     teacher_lp: list[float] = field(default_factory=list)
     ref_lp: list[float] = field(default_factory=list)
@@ -46,6 +47,7 @@ class Example:
         return {
             "sample_id": self.sample_id,
             "kind": self.kind,
+            "hindsight": self.hindsight,
             "hint": self.hint,
             "reward": self.reward,
             "tokens": pieces,

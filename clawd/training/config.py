@@ -25,7 +25,12 @@ class TrainConfig:
     max_samples: int = 256
     eps_low: float = 0.2
     eps_high: float = 0.28
-    kl_coef: float = 0.0
+    kl_coef: float = 0.05  # initial coefficient of the KL-to-base penalty, adapted per step
+    base_kl_target: float = 0.5  # the penalty adapts to keep KL to base per token near this
+    target_kl: float = 0.05  # trust region: stop the update's steps past this KL to pre-update
+    replay: int = 16  # earlier trained samples replayed per run, at most as many as new ones
+    hindsight: bool = False  # also distil toward the answer the hinted model writes itself
+    hindsight_max_tokens: int = 128
     w_opd: float = 1.0
     w_rl: float = 1.0
     hint_placement: str = "user"
@@ -34,7 +39,9 @@ class TrainConfig:
     grad_clip: float = 1.0
     threads: int = 0
     seed: int = 0
-    gate_max_kl: float = 0.5
+    gate_max_kl: float = 0.5  # cumulative drift budget: KL to the base model
+    gate_step_kl: float = 0.25  # per-update drift limit: KL to the parent adapter
+    gate_prompts: int = 32  # general prompts of the ability check (fewer only in tests)
 
     def __post_init__(self) -> None:
         checks = {
@@ -46,6 +53,12 @@ class TrainConfig:
             "eps_low": 0 < self.eps_low < 1,
             "eps_high": 0 < self.eps_high < 10,
             "kl_coef": self.kl_coef >= 0,
+            "base_kl_target": self.base_kl_target >= 0,
+            "target_kl": self.target_kl >= 0,
+            "replay": 0 <= self.replay <= 4096,
+            "hindsight_max_tokens": 1 <= self.hindsight_max_tokens <= 4096,
+            "gate_max_kl/gate_step_kl": self.gate_max_kl > 0 and self.gate_step_kl > 0,
+            "gate_prompts": 1 <= self.gate_prompts <= 32,
             "norm_tokens": self.norm_tokens >= 1,
             "hint_placement": self.hint_placement in ("user", "system"),
             "w_opd/w_rl": min(self.w_opd, self.w_rl) >= 0 and max(self.w_opd, self.w_rl) > 0,
@@ -56,7 +69,9 @@ class TrainConfig:
 
     @property
     def method(self) -> str:
-        """The ``train_method`` these weights amount to: combined, opd or rl."""
+        """The ``train_method`` these weights amount to: hindsight, combined, opd or rl."""
+        if self.hindsight:
+            return "hindsight"
         if self.w_opd and self.w_rl:
             return "combined"
         return "opd" if self.w_opd else "rl"
@@ -67,12 +82,17 @@ class TrainConfig:
             lr=s.train_lr,
             epochs=s.train_epochs,
             kl_coef=s.train_kl_coef,
+            base_kl_target=s.gate_max_kl,
+            target_kl=s.train_target_kl,
+            replay=s.train_replay,
+            hindsight=s.train_method == "hindsight",
             w_opd=0.0 if s.train_method == "rl" else 1.0,
             w_rl=0.0 if s.train_method == "opd" else 1.0,
             hint_placement=s.hint_placement,
             max_seq_len=s.n_ctx,
             threads=s.train_threads,
             gate_max_kl=s.gate_max_kl,
+            gate_step_kl=s.gate_step_kl,
         )
 
 

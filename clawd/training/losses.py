@@ -47,6 +47,27 @@ def token_advantages(
     return (w_opd * opd + w_rl * rl) * mask
 
 
+def centred_rewards(reward: torch.Tensor, has_reward: torch.Tensor) -> torch.Tensor:
+    """The reward term's baseline: ``r_i - mean_j r_j`` over the rewarded sequences.
+
+    Without a baseline an all-negative batch gives every token of every answer the same -1,
+    which swamps the per-token OPD signal and pushes whole answers down alike; centred, only
+    what sets a sequence apart from the others of its run moves it. An all-equal set of rewards
+    becomes 0 (nothing to tell apart).
+
+    Args:
+        reward: (N,) rewards (-1, 0 or +1), usually every example of one run.
+        has_reward: (N,) 0/1 flags: which of them carry an evaluative reward.
+    Returns:
+        (N,) centred rewards, 0 where ``has_reward`` is 0.
+    """
+    n = has_reward.sum()
+    if n == 0:
+        return torch.zeros_like(reward)
+    mean = (reward * has_reward).sum() / n
+    return (reward - mean) * has_reward
+
+
 def clipped_policy_loss(
     logp: torch.Tensor,
     old_lp: torch.Tensor,
@@ -98,6 +119,28 @@ def k3_kl(
     """
     delta = ref_lp - logp
     return ((torch.exp(delta) - delta - 1.0) * mask).sum() / normalizer
+
+
+def mean_k3_kl(logp: torch.Tensor, ref_lp: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """The k3 KL per response token (``k3_kl`` with the token count as normaliser), the
+    figure a trust region compares with its target. Shapes (B, T); returns a scalar."""
+    return k3_kl(logp, ref_lp, mask, float(mask.sum().clamp(min=1.0)))
+
+
+def adapt_kl_coef(coef: float, kl: float, target: float, floor: float = 1e-4) -> float:
+    """Adaptive KL coefficient (Ziegler et al., 2019; PPO paper, section 4): double the
+    penalty when the measured KL is over 1.5x its target, halve it under target / 1.5.
+
+    Returns the coefficient for the next step, never below ``floor`` (so it can grow again)
+    and never above 100.
+    """
+    if target <= 0:
+        return coef
+    if kl > 1.5 * target:
+        coef *= 2.0
+    elif kl < target / 1.5:
+        coef /= 2.0
+    return min(max(coef, floor), 100.0)
 
 
 if __name__ == "__main__":

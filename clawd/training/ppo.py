@@ -1,10 +1,13 @@
 """The update itself: LoRA on the policy, scoring with the pre-update weights, PPO steps.
 
-``score_examples`` fills each example's ``old_lp`` (plain context) and ``teacher_lp`` (the hint
-in context), and ``ref_lp`` (the base model, when a KL penalty is on), without gradient.
-``train_steps`` then runs PPO epochs on ``clawd.training.losses``: token advantages, the
-clipped surrogate over a constant normaliser, the optional k3 KL; it stops on a non-finite loss
-or gradient.
+``hindsight_examples`` lets the model with the hint in context write its own answer for each
+hinted sample (a behaviour the plain model never produces cannot be taught from its own
+tokens). ``score_examples`` fills each example's ``old_lp`` (plain context) and ``teacher_lp``
+(the hint in context), and ``ref_lp`` (the base model, when the KL penalty is on), without
+gradient. ``train_steps`` then runs PPO epochs on ``clawd.training.losses``: token advantages
+with a centred reward, the clipped surrogate over a constant normaliser, a k3 KL-to-base penalty
+whose coefficient adapts step by step, and a trust region: the update stops once its KL to the
+pre-update weights passes ``target_kl``. It raises on a non-finite loss or gradient.
 
 Run alone: see ``clawd.training.run`` (this module has no state of its own).
 """
@@ -20,7 +23,14 @@ import torch
 
 from clawd.training.batches import Example, collate
 from clawd.training.config import TrainConfig
-from clawd.training.losses import clipped_policy_loss, k3_kl, token_advantages
+from clawd.training.losses import (
+    adapt_kl_coef,
+    centred_rewards,
+    clipped_policy_loss,
+    k3_kl,
+    mean_k3_kl,
+    token_advantages,
+)
 from clawd.training.torchmodel import token_logprobs
 
 TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -59,6 +69,52 @@ def logprobs(model: Any, batch: dict[str, torch.Tensor], side: str) -> torch.Ten
 
 
 @torch.inference_mode()
+def hindsight_examples(
+    model: Any, examples: list[Example], cfg: TrainConfig, eos: list[int]
+) -> list[Example]:
+    """For each hinted example, the answer the model writes with the hint in context (greedy,
+    ended by an end-of-turn token or ``cfg.hindsight_max_tokens``) as a new OPD-only example:
+    the student learns, token by token and inside the same clipping, toward what it would
+    have said had it known the hint."""
+    model.eval()
+    out = []
+    for ex in examples:
+        if not ex.hint:
+            continue
+        ids = torch.tensor([ex.teacher_prompt_ids], device=next(model.parameters()).device)
+        gen = model.generate(
+            input_ids=ids,
+            attention_mask=torch.ones_like(ids),
+            max_new_tokens=cfg.hindsight_max_tokens,
+            do_sample=False,
+            eos_token_id=eos or None,
+            pad_token_id=eos[0] if eos else 0,
+        )
+        answer = gen[0, ids.shape[1] :].tolist()
+        if eos:
+            for i, t in enumerate(answer):
+                if t in eos:
+                    answer = answer[: i + 1]
+                    break
+        if not answer or answer == ex.response_ids:
+            continue
+        out.append(
+            Example(
+                ex.sample_id,
+                "opd",
+                ex.hint,
+                0.0,
+                ex.prompt_ids,
+                ex.teacher_prompt_ids,
+                answer,
+                ex.device,
+                hindsight=True,
+            )
+        )
+    return out
+
+
+@torch.inference_mode()
 def score_examples(model: Any, examples: list[Example], cfg: TrainConfig) -> None:
     """Fill old_lp, teacher_lp and ref_lp of each example with the pre-update weights."""
 
@@ -83,7 +139,7 @@ def score_examples(model: Any, examples: list[Example], cfg: TrainConfig) -> Non
             old, teacher = both[: len(chunk)], both[len(chunk) :]
         else:
             old = teacher = logprobs(model, batch, "student")
-        if cfg.kl_coef > 0:
+        if cfg.kl_coef > 0:  # the base model: the penalty's reference
             with model.disable_adapter():
                 ref = logprobs(model, batch, "student")
         else:
@@ -99,24 +155,38 @@ def train_steps(
     examples: list[Example],
     cfg: TrainConfig,
     on_step: Callable[[dict[str, float]], None],
-) -> None:
-    """PPO epochs over the scored examples; raises NonFinite on a NaN or infinite value."""
+    kl_coef: float | None = None,
+) -> dict[str, Any]:
+    """PPO epochs over the scored examples; raises NonFinite on a NaN or infinite value.
+
+    Returns how the update ended: ``stopped_early`` (the trust region ended it), ``steps``,
+    ``kl_coef`` (the penalty's coefficient after adapting, for the next run to start from).
+    """
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=0.0)
     rng = random.Random(cfg.seed)
     step = 0
+    beta = cfg.kl_coef if kl_coef is None else kl_coef
     normalizer = float(cfg.batch_size * cfg.norm_tokens)
+    # The reward's baseline is the run's mean reward (every example, not one batch).
+    centred = centred_rewards(
+        torch.tensor([e.reward for e in examples]),
+        torch.tensor([1.0 if e.has_reward else 0.0 for e in examples]),
+    ).tolist()
+    advantage_reward = dict(zip(map(id, examples), centred, strict=True))
     for _ in range(cfg.epochs):
         order = list(range(len(examples)))
         rng.shuffle(order)
         for i in range(0, len(order), cfg.batch_size):
             model.train()
-            batch = collate([examples[k] for k in order[i : i + cfg.batch_size]])
+            chunk = [examples[k] for k in order[i : i + cfg.batch_size]]
+            batch = collate(chunk)
             mask = batch["mask"]
+            reward = torch.tensor([advantage_reward[id(e)] for e in chunk], device=mask.device)
             adv = token_advantages(
                 batch["teacher_lp"],
                 batch["old_lp"],
-                batch["reward"],
+                reward,
                 batch["has_hint"],
                 batch["has_reward"],
                 mask,
@@ -124,11 +194,15 @@ def train_steps(
                 cfg.w_rl,
             )
             logp = logprobs(model, batch, "student")
+            step_kl = mean_k3_kl(logp.detach(), batch["old_lp"], mask).item()
+            if cfg.target_kl > 0 and step_kl > cfg.target_kl:
+                # Trust region (PPO early stopping): this update has moved far enough.
+                return {"stopped_early": True, "steps": step, "kl_coef": beta, "kl_step": step_kl}
             loss, metrics = clipped_policy_loss(
                 logp, batch["old_lp"], adv, mask, normalizer, cfg.eps_low, cfg.eps_high
             )
             kl = k3_kl(logp, batch["ref_lp"], mask, normalizer)
-            total = loss + cfg.kl_coef * kl
+            total = loss + beta * kl
             step += 1
             if not torch.isfinite(total):
                 raise NonFinite(f"non-finite loss at step {step}")
@@ -140,18 +214,26 @@ def train_steps(
             opt.step()
             n = mask.sum().clamp(min=1)
             opd = (batch["teacher_lp"] - batch["old_lp"]) * batch["has_hint"][:, None] * mask
+            base_kl = mean_k3_kl(logp.detach(), batch["ref_lp"], mask).item()
+            used_beta = beta
+            if cfg.kl_coef > 0:
+                beta = adapt_kl_coef(beta, base_kl, cfg.base_kl_target)
             on_step(
                 {
                     "step": step,
                     "loss": total.item(),
                     "policy_loss": loss.item(),
                     "kl": kl.item(),
+                    "kl_base": base_kl,
+                    "kl_step": step_kl,
+                    "kl_coef": used_beta,
                     "adv_mean": (adv.sum() / n).item(),
                     "adv_opd": (opd.sum() / n).item(),
-                    "adv_rl": ((batch["reward"] * batch["has_reward"])[:, None] * mask).sum().item()
+                    "adv_rl": ((reward * batch["has_reward"])[:, None] * mask).sum().item()
                     / n.item(),
                     "clip_fraction": metrics["clip_fraction"].item(),
                     "grad_norm": grad_norm.item(),
                     "tokens": int(n.item()),
                 }
             )
+    return {"stopped_early": False, "steps": step, "kl_coef": beta}
