@@ -293,9 +293,12 @@ def evaluate(
         )
     checks["drift_under_limit"] = kl <= max_kl
     checks["step_under_limit"] = kl_parent <= step_kl
-    b, c = ability["base"], ability["candidate"]
+    # At most 4 more degenerate answers and 8 fewer distinct openings than the base model's
+    # (of 32 prompts: an eighth and a quarter); counts, so fewer prompts never tighten it.
+    b, c, n = ability["base"], ability["candidate"], len(prompts)
     checks["general_ability"] = (
-        c["degenerate"] <= b["degenerate"] + 0.125 and c["distinct"] >= b["distinct"] - 0.25
+        round((c["degenerate"] - b["degenerate"]) * n) <= 4
+        and round((b["distinct"] - c["distinct"]) * n) <= 8
     )
     return {
         "passed": all(checks.values()),
