@@ -179,6 +179,7 @@ def test_degeneration_counts_empty_repeated_and_collapsed_answers() -> None:
     assert got["empty"] == 0.25 and got["repetitive"] == 0.5 and got["degenerate"] == 0.75
 
 
+@pytest.mark.slow
 def test_the_gate_rejects_an_adapter_that_says_the_same_to_everyone(
     tiny_qwen3_gguf: Path, torch_cache: Path, tmp_path: Path
 ) -> None:

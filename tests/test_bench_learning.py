@@ -8,10 +8,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from bench import learning, learnreport
 from bench.personas import EVAL_PROMPTS, INTERACTION_PROMPTS, PERSONAS, SimulatedUser
 
 
+@pytest.mark.slow
 def test_smoke_loop_trains_promotes_and_scores(smollm2_gguf: Path, tmp_path: Path) -> None:
     result = learning.main(
         ["--config", "smoke", "--model", str(smollm2_gguf), "--out", str(tmp_path)]

@@ -90,6 +90,7 @@ def test_the_daemon_log_says_what_happened_not_every_job_run(daemon: RunningDaem
     assert "Running job" not in log and "executed successfully" not in log
 
 
+@pytest.mark.slow
 def test_another_model_can_judge(smollm2_gguf: Path, tiny_qwen3_gguf: Path, tmp_path: Path) -> None:
     # written votes: the probe fitting itself for the tiny model is tested above ([qwen3])
     judge = {**FAST_JOB, "CLAWD_JUDGE_MODEL": str(tiny_qwen3_gguf), "CLAWD_JUDGE_MODE": "generate"}

@@ -311,6 +311,7 @@ def _status(home: Path, ids: list[int]) -> list[tuple[str, int, int]]:
     return [(rows[i]["status"], rows[i]["attempts"], rows[i]["heldout_runs"]) for i in ids]
 
 
+@pytest.mark.slow
 def test_the_trust_region_stops_an_update_past_target_kl(tiny_qwen3_gguf: Path, home: Path) -> None:
     with Store.open(home) as store:
         for q in ("Name a colour.", "Name a fruit.", "Name a city.", "Name a tree."):
@@ -329,6 +330,7 @@ def test_the_trust_region_stops_an_update_past_target_kl(tiny_qwen3_gguf: Path, 
     assert manifest["metrics"]["stopped_early"] is True
 
 
+@pytest.mark.slow
 def test_replay_and_a_rejected_run_sending_its_samples_back(
     tiny_qwen3_gguf: Path, home: Path
 ) -> None:
@@ -357,6 +359,7 @@ def test_replay_and_a_rejected_run_sending_its_samples_back(
         train.run(home, settings, cfg=small(epochs=1))
 
 
+@pytest.mark.slow
 def test_held_out_samples_rotate_and_train_in_the_next_run(
     tiny_qwen3_gguf: Path, home: Path
 ) -> None:
@@ -382,6 +385,7 @@ def test_held_out_samples_rotate_and_train_in_the_next_run(
     assert _status(home, ids)[4] == ("used", 0, 1)
 
 
+@pytest.mark.slow
 def test_hindsight_adds_the_hinted_models_own_answer(tiny_qwen3_gguf: Path, home: Path) -> None:
     with Store.open(home) as store:
         add_sample(store, tiny_qwen3_gguf, hint="End with a question.", reward=-1, kind="opd+rl")
@@ -437,3 +441,17 @@ def test_forget_removes_every_copy_of_the_text(tiny_qwen3_gguf: Path, home: Path
             data = (Path(root) / name).read_bytes()
             assert b"hunter2" not in data and b"Never repeat passwords" not in data, name
     assert json.loads(report.read_text())["samples"]  # the other sample's entry stays
+
+
+def test_a_conversion_another_trainer_finished_first_is_used(
+    tiny_qwen3_gguf: Path, tmp_path: Path
+) -> None:
+    """Two daemons sharing a cache convert the same model at once: the second rename finds the
+    first one's copy in place and uses it (found by the learning benchmark's --jobs 2)."""
+    from clawd.training import torchmodel
+
+    target = torchmodel.cache_dir(tmp_path, tiny_qwen3_gguf, torch.float32)
+    torchmodel._convert(tiny_qwen3_gguf, target, torch.float32)
+    torchmodel._convert(tiny_qwen3_gguf, target, torch.float32)  # the loser of the race
+    assert (target / "config.json").exists()
+    assert not [p for p in target.parent.iterdir() if p.name.startswith(".convert-")]

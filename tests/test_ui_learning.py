@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from textual.pilot import Pilot
 from textual.widgets import DataTable, ProgressBar, Static
 
@@ -14,6 +15,7 @@ from ui.app import ClawdApp
 from ui.learning import LearningPane, when
 
 
+@pytest.mark.slow
 def test_review_a_signal_then_train_with_a_live_progress_bar(
     lived_in_daemon: tuple[RunningDaemon, str], tmp_path: Path
 ) -> None:

@@ -43,7 +43,13 @@ def _convert(gguf: Path, target: Path, dtype: torch.dtype) -> None:
             del model.config.quantization_config
         model.save_pretrained(tmp, safe_serialization=True)
         tok.save_pretrained(tmp)
-        tmp.replace(target)
+        try:
+            tmp.replace(target)
+        except OSError:
+            # Another trainer sharing this cache (a second daemon) finished first: its copy is
+            # the same conversion, complete (it too appeared by a rename).
+            if not (target / "config.json").exists():
+                raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
