@@ -81,6 +81,16 @@ def load_on_start(engine: Engine, store: Store, home: Path, base_sha256: str) ->
     """Load the active adapter, falling back to its parent, then the base; returns notes."""
     notes = registry.reconcile(store, home)
     current = registry.active(store)
+    if current is not None and current["base_sha256"] != base_sha256:
+        # Another base model serves now: its adapter is set aside, not rejected, and comes back
+        # when that model does.
+        registry.park(store, current["version"])
+        notes.append(f"adapter {current['version']} belongs to another base model; parked")
+        current = None
+    restored = registry.restore_parked(store, base_sha256) if current is None else None
+    if restored:
+        notes.append(f"adapter {restored} of this base model was parked; active again")
+        current = registry.active(store)
     while current is not None:
         version = current["version"]
         try:
@@ -125,6 +135,7 @@ def _promote(engine: Engine, store: Store, base_sha256: str) -> str | None:
         r
         for r in registry.list_adapters(store)
         if r["status"] == "candidate"
+        and r["base_sha256"] == base_sha256  # another base model's candidates wait for it
         and (r["metrics"].get("gate") or {}).get("passed")
         and r["created_at"] > since
     ]
@@ -133,6 +144,8 @@ def _promote(engine: Engine, store: Store, base_sha256: str) -> str | None:
     version = newer[0]["version"]
     try:
         activate(engine, store, version, base_sha256)
+    except registry.ForeignBase:
+        return None  # a candidate of another base model waits for it, unharmed
     except AdapterError as exc:
         registry.reject(store, version, str(exc))
         return None

@@ -24,7 +24,7 @@ from typing import Any
 
 from clawd.store.db import Store
 
-STATUSES = ("candidate", "active", "retired", "rejected")
+STATUSES = ("candidate", "active", "retired", "rejected", "parked")
 
 
 class AdapterError(Exception):
@@ -203,13 +203,17 @@ def report(store: Store, version: str) -> dict[str, Any]:
         ) from None
 
 
+class ForeignBase(AdapterError):
+    """The adapter belongs to another base model: not bad, only not for this one."""
+
+
 def verify(store: Store, version: str, base_sha256: str) -> Path:
     """The GGUF path of a loadable adapter for this base model; raises AdapterError."""
     row = get(store, version)
     folder = Path(row["path"])
     manifest = read_manifest(folder)
     if manifest.get("base_sha256") != base_sha256:
-        raise AdapterError(
+        raise ForeignBase(
             f"adapter {version} was trained on another base model ({manifest.get('base_model')},"
             f" sha256 {str(manifest.get('base_sha256'))[:12]}...); it cannot be used with this one"
         )
@@ -232,6 +236,30 @@ def _set_status(store: Store, version: str, status: str) -> None:
         except AdapterError:  # damaged: the database row is the truth; leave the file as it is
             return
         write_manifest(folder, {**manifest, "status": status})
+
+
+def park(store: Store, version: str) -> None:
+    """Set aside the active adapter of another base model (status ``parked``): it is not bad,
+    and ``restore_parked`` makes it active again when that base model serves again."""
+    with store.db.conn:
+        _set_status(store, version, "parked")
+
+
+def restore_parked(store: Store, base_sha256: str) -> str | None:
+    """The newest parked adapter of this base model, made active again (None if there is none
+    or another adapter is active)."""
+    if active(store) is not None:
+        return None
+    row = next(
+        store.db["adapters"].rows_where(
+            "status = 'parked' AND base_sha256 = ?", [base_sha256], order_by="created_at desc"
+        ),
+        None,
+    )
+    if row is None:
+        return None
+    set_active(store, row["version"])
+    return row["version"]
 
 
 def set_active(store: Store, version: str | None, *, previous: str = "retired") -> None:

@@ -36,7 +36,8 @@ class RunningDaemon:
         return {"Authorization": f"Bearer {self.token}"}
 
     def client(self, **kw: object) -> httpx.Client:
-        return httpx.Client(base_url=self.url, headers=self.headers, timeout=120, **kw)
+        kw.setdefault("timeout", 120)
+        return httpx.Client(base_url=self.url, headers=self.headers, **kw)
 
     def stop(self) -> None:
         self.proc.terminate()

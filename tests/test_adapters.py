@@ -244,6 +244,33 @@ def test_a_corrupt_active_adapter_falls_back_to_its_parent(
         assert any("falling back to p" in n for n in notes)
 
 
+def test_switching_the_base_model_parks_its_adapters_and_switching_back_restores_them(
+    smollm2_gguf: Path, tiny_qwen3_gguf: Path, torch_cache: Path, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    register(home, tiny_qwen3_gguf, torch_cache, "p", seed=7)
+    register(home, tiny_qwen3_gguf, torch_cache, "k", seed=8, parent="p")
+    with Store.open(home) as store:
+        registry.set_active(store, "k")
+    d = start_daemon(smollm2_gguf, home, settings=NO_AUTO)  # another base model
+    try:
+        assert httpx.get(f"{d.url}/health").json()["adapter"] is None
+    finally:
+        d.stop()
+    with Store.open(home) as store:  # set aside, not condemned
+        assert registry.get(store, "k")["status"] == "parked"
+        assert registry.get(store, "p")["status"] == "candidate"
+    d = start_daemon(tiny_qwen3_gguf, home, settings=NO_AUTO)  # and back
+    try:
+        assert httpx.get(f"{d.url}/health").json()["adapter"] == "k"
+    finally:
+        d.stop()
+    with Store.open(home) as store:
+        assert registry.get(store, "k")["status"] == "active"
+        notes = [e["message"] for e in store.events(kind="adapters")]
+        assert any("parked" in n for n in notes)
+
+
 def test_kill_9_during_activations_leaves_a_loadable_active_adapter(
     any_gguf: Path, torch_cache: Path, tmp_path: Path
 ) -> None:

@@ -256,6 +256,32 @@ def test_oversized_bodies_and_lists_are_refused_before_any_work(daemon: RunningD
     assert httpx.get(f"{daemon.url}/health").status_code == 200
 
 
+def test_a_long_history_is_prepared_off_the_event_loop(daemon: RunningDaemon) -> None:
+    """Rendering and tokenizing ~7 MB of history take a while; the daemon answers others
+    meanwhile (ordering, not timing: health returns while the long request is in flight)."""
+    history = [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": f"{i} " + "word " * 360}
+        for i in range(3999)
+    ]
+    finished: dict[str, float] = {}
+
+    def long_request() -> int:
+        with daemon.client(timeout=300) as c:
+            r = c.post("/v1/chat/completions", json={"messages": history, "max_tokens": 1})
+        finished["long"] = time.monotonic()
+        return r.status_code
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        future = pool.submit(long_request)
+        time.sleep(0.5)  # let it be read and start being prepared
+        with daemon.client() as c:
+            assert c.get("/health").status_code == 200
+            assert c.get("/v1/models").status_code == 200
+        finished["health"] = time.monotonic()
+        assert future.result() == 400  # longer than the context: refused after tokenizing
+    assert finished["health"] < finished["long"]
+
+
 def test_a_client_that_hangs_up_cancels_its_generation(daemon: RunningDaemon) -> None:
     cid = f"hangup-{int(time.time() * 1000)}"
     body = {"messages": HI, "max_tokens": 1500, "temperature": 1.0, "stream": True}

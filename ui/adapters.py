@@ -23,7 +23,13 @@ from ui.client import Client, DaemonError
 from ui.dialogs import ConfirmScreen
 from ui.why import WhyScreen
 
-STATUS_STYLE = {"active": "bold green", "candidate": "cyan", "rejected": "red", "retired": "dim"}
+STATUS_STYLE = {
+    "active": "bold green",
+    "candidate": "cyan",
+    "rejected": "red",
+    "retired": "dim",
+    "parked": "yellow",  # belongs to another base model
+}
 CURVES = [
     ("loss", "loss"),
     ("adv_mean", "advantage (mean)"),

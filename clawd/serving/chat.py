@@ -93,16 +93,22 @@ async def chat_completions(body: CreateChatCompletionRequest, request: Request) 
     learn = _learn_header(request)
     messages = body.plain_messages()
     kwargs = dict(body.chat_template_kwargs or {})
-    try:
+    params = _params(body)
+
+    def prepare() -> list[int]:
         prompt = engine.tokenize(engine.render(messages, **kwargs))
-        params = _params(body)
         engine.check_fits(prompt, params.max_tokens)
+        return prompt
+
+    # Rendering, tokenizing and hashing a long history take a while: never on the event loop,
+    # which keeps answering other clients meanwhile.
+    try:
+        prompt = await asyncio.to_thread(prepare)
     except PromptTooLong as exc:
         raise _api_error(400, str(exc), "context_length_exceeded", "messages") from None
     except Exception as exc:  # a template that rejects these messages is the client's input
         raise _api_error(400, str(exc), "invalid_messages", "messages") from None
-
-    ctx = record.begin(daemon.store, messages, conv_header, learn)
+    ctx = await asyncio.to_thread(record.begin, daemon.store, messages, conv_header, learn)
     turn_id = f"chatcmpl-{uuid.uuid4().hex}"
     created = int(time.time())
     loop = asyncio.get_running_loop()
@@ -163,7 +169,7 @@ async def chat_completions(body: CreateChatCompletionRequest, request: Request) 
         result = outcome(item)
         if result.finish_reason == "cancelled":
             return JSONResponse({}, status_code=499)
-        store(result)
+        await asyncio.to_thread(store, result)
         message: dict[str, Any] = {"role": "assistant", "content": result.content}
         if result.reasoning:
             message["reasoning_content"] = result.reasoning
@@ -221,7 +227,7 @@ async def chat_completions(body: CreateChatCompletionRequest, request: Request) 
                 return
             if result.finish_reason == "cancelled":
                 return
-            store(result)  # stored before the client hears the answer is complete
+            await asyncio.to_thread(store, result)  # stored before the client hears it is complete
             yield chunk(
                 {},
                 result.finish_reason,

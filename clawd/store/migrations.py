@@ -151,7 +151,7 @@ def m001_initial(db: sqlite_utils.Database) -> None:
             "base_sha256": str,
             "run_id": int,
             "path": str,
-            "status": str,  # "candidate", "active", "retired", "rejected"
+            "status": str,  # "candidate", "active", "retired", "rejected", "parked"
             "metrics": str,  # JSON, including the gate's figures
             "created_at": float,
         },
