@@ -244,6 +244,7 @@ def test_a_corrupt_active_adapter_falls_back_to_its_parent(
         assert any("falling back to p" in n for n in notes)
 
 
+@pytest.mark.slow
 def test_switching_the_base_model_parks_its_adapters_and_switching_back_restores_them(
     smollm2_gguf: Path, tiny_qwen3_gguf: Path, torch_cache: Path, tmp_path: Path
 ) -> None:

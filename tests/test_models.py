@@ -95,6 +95,7 @@ def test_an_unreachable_hub_is_a_clear_error(home: Path, monkeypatch: pytest.Mon
     assert installed(home) == []
 
 
+@pytest.mark.slow
 def test_a_new_home_installs_the_embedded_default_on_first_serve(
     home: Path, smollm2_gguf: Path
 ) -> None:

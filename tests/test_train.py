@@ -402,6 +402,7 @@ def test_hindsight_adds_the_hinted_models_own_answer(tiny_qwen3_gguf: Path, home
     assert sum(written[0]["opd_advantage"]) > 0
 
 
+@pytest.mark.slow
 def test_forget_removes_every_copy_of_the_text(tiny_qwen3_gguf: Path, home: Path) -> None:
     """Turns, signals, samples and training reports: after forgetting a conversation no file
     under CLAWD_HOME holds its words, and the answer says what went."""

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from textual.pilot import Pilot
-from textual.widgets import Collapsible
+from textual.widgets import Collapsible, TextArea
 
 from tests import uifixture
 from tests.uikit import until
@@ -40,10 +40,18 @@ def app(tmp_path: Path) -> ClawdApp:
     return ClawdApp(Client("http://fixture", "token", transport=uifixture.transport()), tmp_path)
 
 
+def steady(pilot: Pilot) -> None:
+    """A blinking cursor is drawn or not depending on when the picture is taken: timing, not
+    look (a CI run caught the composer's cursor in the other phase). Hold it steady."""
+    for area in pilot.app.query(TextArea):
+        area.cursor_blink = False
+
+
 def keys(*pressed: str):
     """A run_before that presses keys, each followed by a pause for the work it started."""
 
     async def run(pilot: Pilot) -> None:
+        steady(pilot)
         for key in pressed:
             await pilot.press(key)
             await pilot.pause(0.3)
@@ -53,6 +61,7 @@ def keys(*pressed: str):
 
 
 async def open_fruits(pilot: Pilot) -> None:
+    steady(pilot)
     await pilot.app.chat.open("conv-fruits")
     await pilot.pause()
 
@@ -73,6 +82,7 @@ def test_chat_in_a_large_terminal_with_thinking_unfolded(snap_compare, tmp_path:
 def test_chat_after_a_streamed_answer(snap_compare, tmp_path: Path) -> None:
     async def ask(pilot: Pilot) -> None:
         app = pilot.app
+        steady(pilot)
         await until(pilot, lambda: isinstance(app.focused, Composer), what="the composer")
         await pilot.press(*"Fruit?", "enter")
         await until(pilot, lambda: app.query(MessageView), what="the answer")
