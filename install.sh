@@ -2,7 +2,7 @@
 # Install clawd into ./.venv with pinned dependencies and make sure a default model is present.
 #
 #   ./install.sh          # the product
-#   ./install.sh --dev    # plus the test tools
+#   ./install.sh --dev    # plus the test tools (and Ray, which the tests train through)
 #
 # Idempotent: a second run with nothing changed skips pip and finishes in seconds.
 # On a machine where `nvidia-smi` works, llama.cpp is built with CUDA, bitsandbytes is added
@@ -69,7 +69,7 @@ else
     "${PIP[@]}" llama-cpp-python
     EXTRAS=""
   fi
-  [ "$DEV" = 1 ] && EXTRAS="${EXTRAS:+$EXTRAS,}dev"
+  [ "$DEV" = 1 ] && EXTRAS="${EXTRAS:+$EXTRAS,}dev,ray"  # the tests train on a local Ray cluster
   say "installing clawd and its dependencies${EXTRAS:+ ($EXTRAS)}"
   "${PIP[@]}" -e ".${EXTRAS:+[$EXTRAS]}"
   echo "$STAMP" > "$STAMP_FILE"

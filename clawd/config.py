@@ -184,6 +184,31 @@ class Settings(BaseSettings):
         pattern=r"^([01]\d|2[0-3]):[0-5]\d$",
         description="Local time (HH:MM) of the nightly training run.",
     )
+    train_backend: Literal["local", "ray"] = Field(
+        "local",
+        description="Where a training run's update runs: in a process on this machine, or on "
+        "a Ray cluster (needs the ray extra: pip install 'clawd[ray]'); the gate and the "
+        "hot-load run here either way.",
+    )
+    ray_address: str = Field(
+        "auto",
+        pattern=r"^(auto|(ray://)?(\[[0-9a-fA-F:]+\]|[^\s:/\[\]]+):\d{1,5})$",
+        description="The Ray cluster for train_backend = ray: 'auto' (a cluster this machine "
+        "belongs to), host:port of its head, or ray://host:10001 (Ray Client, from a machine "
+        "outside the cluster).",
+    )
+    ray_model_path: str = Field(
+        "",
+        description="Path of the base GGUF on the Ray workers (a shared disk); empty ships "
+        "the model through Ray's object store with each run.",
+    )
+    ray_num_gpus: float = Field(
+        0, ge=0, le=1024, description="GPUs a Ray training run asks for (0: CPU training)."
+    )
+    ray_num_cpus: float = Field(1, gt=0, le=4096, description="CPUs a Ray training run asks for.")
+    ray_memory_gb: float = Field(
+        0, ge=0, le=65536, description="Memory a Ray training run reserves (GB; 0: no reservation)."
+    )
     train_min_samples: int = Field(
         16,
         ge=1,

@@ -9,12 +9,15 @@ answer the model writes with the hint in context; compute ``old_lp`` (plain cont
 ``teacher_lp`` (the hint in context) with the pre-update weights,
 ``A_t = w_opd (teacher_lp - old_lp) + w_rl (r - mean r)``, and take PPO steps on the clipped loss
 with a constant normaliser, a KL-to-base penalty with an adaptive coefficient and a trust region
-(``clawd.training.losses``). The result is written as a PEFT folder plus a GGUF LoRA into a
-temporary folder, judged by the gate (``adapters.gate``), and renamed to
+(``clawd.training.losses``). That update is a pure function of its inputs
+(``clawd.training.update``); ``train_backend = ray`` runs it on a Ray cluster instead of in this
+process (``clawd.training.remote``). The result is written as a PEFT folder plus a GGUF LoRA into
+a temporary folder, judged by the gate (``adapters.gate``), and renamed to
 ``CLAWD_HOME/adapters/<version>/`` as a ``candidate`` (or ``rejected``, kept for inspection);
 only then are the samples settled: a candidate's are used, a rejected run's wait again. A
-non-finite loss or gradient, too little memory, or any error fails the run with its reason
-recorded, writes no adapter and leaves every sample waiting.
+non-finite loss or gradient, too little memory, a lost Ray worker, a cancel (Ctrl+C, SIGTERM)
+or any error fails the run with its reason recorded, writes no adapter and leaves every sample
+waiting.
 
 Run alone (what ``clawd train --now`` and the daemon's nightly job run)::
 
@@ -27,9 +30,9 @@ import contextlib
 import fcntl
 import json
 import logging
-import math
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -46,15 +49,11 @@ from clawd.models import resolve, sha256_file
 from clawd.signals.rules import LEARNABLE_KINDS, nothing_to_learn
 from clawd.store.db import Store
 from clawd.training import ppo
-from clawd.training.batches import Example, build_examples
 from clawd.training.config import TrainConfig
+from clawd.training.update import Cancelled, TrainingError, UpdateInputs, update
 
 log = logging.getLogger("clawd.train")
 Progress = Callable[[int, int, dict[str, float]], None]
-
-
-class TrainingError(Exception):
-    """The run was aborted; the message says why in words (it is also recorded)."""
 
 
 class NothingToTrain(TrainingError):
@@ -70,18 +69,6 @@ def run_lock(home: Path) -> Iterator[None]:
         except BlockingIOError:
             raise TrainingError("another training run is in progress") from None
         yield
-
-
-def _check_memory(model_path: Path) -> None:
-    import psutil
-
-    # fp32 weights (~4x a 4-bit file, the worst case), activations and the optimizer's copies.
-    need = model_path.stat().st_size * 4 * 2.5
-    have = psutil.virtual_memory().available
-    if have < need:
-        raise TrainingError(
-            f"not enough memory: about {need / 1e9:.1f} GB needed, {have / 1e9:.1f} GB available"
-        )
 
 
 def run(
@@ -123,7 +110,17 @@ def run(
         steps: list[dict[str, float]] = []
         try:
             summary = _train(
-                store, home, model_path, samples, replay, cfg, run_id, tmp, steps, progress
+                store,
+                home,
+                model_path,
+                samples,
+                replay,
+                cfg,
+                run_id,
+                tmp,
+                steps,
+                progress,
+                settings,
             )
         except BaseException as exc:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -131,6 +128,8 @@ def run(
             reason = str(exc) if known else f"{type(exc).__name__}: {exc}"
             if isinstance(exc, torch.OutOfMemoryError | MemoryError):
                 reason = f"out of memory: {exc}"
+            elif isinstance(exc, KeyboardInterrupt | Cancelled):
+                reason = "cancelled"
             store.db["training_runs"].update(
                 run_id, {"status": "failed", "reason": reason, "finished_at": time.time()}
             )
@@ -189,49 +188,24 @@ def _train(
     tmp: Path,
     steps: list[dict[str, float]],
     progress: Progress | None,
+    settings: Settings,
 ) -> dict[str, Any]:
-    from adapters.export import export_gguf
-    from clawd.chattemplate import ChatTemplate
-    from clawd.training import torchmodel
+    from adapters import gate
     from clawd.training.report import write_report
 
-    _check_memory(model_path)
-    if cfg.threads:
-        torch.set_num_threads(cfg.threads)
-    torch.manual_seed(cfg.seed)
     digest = sha256_file(model_path)
-    cuda = torch.cuda.is_available()
-    base, tok = torchmodel.load(
-        model_path, home, device="cuda" if cuda else "cpu", qlora=cuda, digest=digest
-    )
     current = registry.active(store)
-    parent = current["version"] if current else None
-    warm = Path(current["path"]) / "peft" if current else None
-    model = ppo.peft_model(base, cfg, warm)
-    template = ChatTemplate.from_gguf(model_path)
-    device = next(model.parameters()).device
-    replay = [r for r in replay if r["model_sha256"] in (None, digest)]  # same tokenizer only
-    examples, skipped = build_examples(samples, tok, template, cfg, device=device)
-    replayed, _ = build_examples(replay, tok, template, cfg, device=device)
-    if not examples:
-        raise TrainingError(f"every sample was longer than {cfg.max_seq_len} tokens")
-    # Every fifth new sample (from five on) is held out for the promotion gate; a sample that
-    # was held out before trains now instead, so every sample trains eventually.
-    fresh = [e for e, s in zip(examples, _fitting(samples, examples), strict=True) if not s]
-    heldout = fresh[4::5] if len(examples) >= 5 else []
-    held_ids = {e.sample_id for e in heldout}
-    examples = [e for e in examples if e.sample_id not in held_ids]
-    trained_ids = [e.sample_id for e in examples]
-    examples += replayed
-    if cfg.hindsight:
-        eos = [t for t in {tok.eos_token_id, *_end_tokens(tok)} if t is not None]
-        examples += ppo.hindsight_examples(model, examples[: len(trained_ids)], cfg, eos)
-    ppo.score_examples(model, examples, cfg)
-    total = cfg.epochs * math.ceil(len(examples) / cfg.batch_size)
-    kl_coef = _inherited_kl_coef(current, cfg)
+    inputs = UpdateInputs(
+        samples=samples,
+        replay=replay,
+        cfg=cfg,
+        kl_coef=_inherited_kl_coef(current, cfg),
+        model_path=model_path,
+        digest=digest,
+        parent_peft=Path(current["path"]) / "peft" if current else None,
+    )
 
     def on_step(m: dict[str, float]) -> None:
-        m = {**m, "total_steps": total}  # lets a progress bar know how far the run is
         steps.append(m)
         store.db["training_steps"].insert(
             {
@@ -242,45 +216,44 @@ def _train(
             }
         )
         if progress:
-            progress(int(m["step"]), total, m)
+            progress(int(m["step"]), int(m["total_steps"]), m)
 
-    ended = ppo.train_steps(model, examples, cfg, on_step, kl_coef=kl_coef)
-    if not steps:
-        raise TrainingError(
-            f"the first step was already past the trust region (KL {ended.get('kl_step', 0):.3f} "
-            f"> train_target_kl {cfg.target_kl}): nothing was learned"
-        )
+    if settings.train_backend == "ray":
+        from clawd.training import remote
+
+        def said(text: str) -> None:
+            store.event("train", f"run {run_id}: {text}", run_id=run_id)
+
+        result = remote.run_update(inputs, tmp, settings, on_step, said)
+    else:
+        result = update(inputs, tmp, home, on_step)
+    ended, trained_ids = result["ended"], result["trained"]
     version = time.strftime("%Y%m%d-%H%M%S") + f"-r{run_id}"
-    model.save_pretrained(tmp / "peft")
-    export_gguf(tmp / "peft", model_path, tmp / "adapter.gguf")
-    report = {
-        "run_id": run_id,
-        "version": version,
-        "status": "succeeded",
-        "n_samples": len(examples),
-        "new_samples": len(trained_ids),
-        "replayed": len(replayed),
-        "hindsight": sum(e.hindsight for e in examples),
-        "skipped": skipped,
-        "config": asdict(cfg),
-        "steps": steps,
-        "ended": ended,
-        "samples": [e.report(tok) for e in examples],
-    }
-    write_report(tmp, report)
-    gate = _gate(store, home, model_path, digest, tmp / "adapter.gguf", heldout, tok, cfg)
+    write_report(tmp, {"run_id": run_id, "version": version, **result["report"]})
+    heldout = [gate.HeldOut(**h) for h in result["heldout"]]
+    verdict = gate.evaluate(
+        model_path,
+        tmp / "adapter.gguf",
+        Path(current["path"]) / "adapter.gguf" if current else None,
+        heldout,
+        result["general"],
+        max_kl=cfg.gate_max_kl,
+        step_kl=cfg.gate_step_kl,
+        cache=home / "cache" / f"gate-{digest[:16]}.json",
+    )
     manifest = {
         "version": version,
-        "parent": parent,
+        "parent": current["version"] if current else None,
         "base_model": model_path.name,
         "base_sha256": digest,
         "created_at": time.time(),
         "run_id": run_id,
+        "backend": settings.train_backend,
         "samples": trained_ids,
-        "replayed": [e.sample_id for e in replayed],
-        "heldout": [e.sample_id for e in heldout],
-        "status": "candidate" if gate["passed"] else "rejected",
-        "gate": gate,
+        "replayed": result["replayed"],
+        "heldout": result["heldout_ids"],
+        "status": "candidate" if verdict["passed"] else "rejected",
+        "gate": verdict,
         "metrics": {
             "final_loss": steps[-1]["loss"],
             "steps": len(steps),
@@ -289,9 +262,7 @@ def _train(
         },
         "files": {"gguf": "adapter.gguf", "peft": "peft", "report": "report.json"},
     }
-    final = registry.add_candidate(
-        store, home, tmp, manifest, trained_ids, [e.sample_id for e in heldout]
-    )
+    final = registry.add_candidate(store, home, tmp, manifest, trained_ids, result["heldout_ids"])
     with store.db.conn:
         store.db.conn.execute(
             "UPDATE training_runs SET status = 'succeeded', adapter_version = ?, report_path = ?,"
@@ -305,24 +276,12 @@ def _train(
         "path": str(final),
         "steps": len(steps),
         "samples": len(trained_ids),
-        "replayed": len(replayed),
+        "replayed": len(result["replayed"]),
         "stopped_early": ended["stopped_early"],
-        "skipped": skipped,
+        "skipped": result["skipped"],
         "final_loss": steps[-1]["loss"],
-        "gate": gate,
+        "gate": verdict,
     }
-
-
-def _fitting(samples: list[dict[str, Any]], examples: list[Example]) -> list[bool]:
-    """For each example: was its sample held out by an earlier run?"""
-    held = {s["id"]: bool(s.get("heldout_runs")) for s in samples}
-    return [held.get(e.sample_id, False) for e in examples]
-
-
-def _end_tokens(tok: Any) -> list[int | None]:
-    """End-of-turn tokens a chat template may use besides the tokenizer's eos."""
-    ids = [tok.convert_tokens_to_ids(t) for t in ("<|im_end|>", "<|eot_id|>", "<|endoftext|>")]
-    return [i for i in ids if isinstance(i, int) and i != tok.unk_token_id]
 
 
 def _inherited_kl_coef(current: dict[str, Any] | None, cfg: TrainConfig) -> float:
@@ -333,51 +292,17 @@ def _inherited_kl_coef(current: dict[str, Any] | None, cfg: TrainConfig) -> floa
     return float(value) if isinstance(value, int | float) and value > 0 else cfg.kl_coef
 
 
-def _gate(
-    store: Store,
-    home: Path,
-    model_path: Path,
-    digest: str,
-    candidate: Path,
-    heldout: list[Example],
-    tok: Any,
-    cfg: TrainConfig,
-) -> dict[str, Any]:
-    """Run the promotion gate against the active adapter (or the base model)."""
-    from adapters import gate
-    from clawd.chattemplate import ChatTemplate
-
-    current = registry.active(store)
-    current_gguf = Path(current["path"]) / "adapter.gguf" if current else None
-    template = ChatTemplate.from_gguf(model_path)
-
-    def tokenize(text: str) -> list[int]:
-        return tok(text, add_special_tokens=False)["input_ids"]
-
-    held = [
-        gate.HeldOut(
-            e.prompt_ids, e.teacher_prompt_ids, e.response_ids, e.reward, bool(e.hint), e.has_reward
-        )
-        for e in heldout
-    ]
-    return gate.evaluate(
-        model_path,
-        candidate,
-        current_gguf,
-        held,
-        gate.general_prompts(tokenize, template.render)[: cfg.gate_prompts],
-        max_kl=cfg.gate_max_kl,
-        step_kl=cfg.gate_step_kl,
-        cache=home / "cache" / f"gate-{digest[:16]}.json",
-    )
-
-
 def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     private_state()
     with contextlib.suppress(OSError):
         os.nice(10)  # the user's foreground work comes first
     trigger = sys.argv[1] if len(sys.argv) > 1 else "manual"
+
+    def cancel(signum: int, frame: Any) -> None:
+        raise Cancelled()
+
+    signal.signal(signal.SIGTERM, cancel)  # recorded as cancelled; a Ray run is cancelled too
     try:
         summary = run(
             trigger=trigger,
@@ -393,8 +318,8 @@ def main() -> None:
     except NothingToTrain as exc:
         log.info("%s", exc)
         return
-    except TrainingError as exc:
-        log.error("training failed: %s", exc)
+    except (TrainingError, Cancelled) as exc:
+        log.error("training failed: %s", exc or "cancelled")
         sys.exit(1)
     print(json.dumps(summary))
 

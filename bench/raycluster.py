@@ -1,0 +1,119 @@
+"""A real single-node Ray cluster on loopback, for the tests and the Ray benchmark.
+
+``start_cluster()`` runs ``ray start --head --block`` on 127.0.0.1 with its own temp folder and
+worker cache, waits until a driver can connect, and returns the address; ``stop()`` ends the
+head and every Ray process it started (its process group).
+
+Run alone to start one and keep it until Ctrl+C (then point ``ray_address`` at it)::
+
+    python -m bench.raycluster
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.daemon import free_port
+
+
+@dataclass
+class Cluster:
+    address: str
+    proc: subprocess.Popen
+    temp: Path
+    cache: Path
+    log: Path
+
+    def workers(self) -> list[int]:
+        """Pids of this cluster's task workers (``ray::`` processes) now alive."""
+        import psutil
+
+        head = psutil.Process(self.proc.pid)
+        return [
+            p.pid
+            for p in head.children(recursive=True)
+            if p.is_running() and any("ray::" in part for part in p.cmdline()[:1])
+        ]
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        # the raylet's children (workers) may outlive the head by a moment
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        shutil.rmtree(self.temp, ignore_errors=True)
+
+
+def start_cluster(
+    num_cpus: int = 2, cache: Path | None = None, object_store_mb: int = 256, timeout: float = 120
+) -> Cluster:
+    """Start the head; ``cache`` becomes the workers' CLAWD_WORKER_CACHE."""
+    temp = Path(tempfile.mkdtemp(prefix="ray", dir="/tmp"))  # short: Ray's sockets live here
+    cache = cache or temp / "worker-cache"
+    port = free_port()
+    ray = Path(sys.executable).with_name("ray")
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "CLAWD_WORKER_CACHE": str(cache)}
+    log = temp / "head.log"
+    proc = subprocess.Popen(
+        [
+            str(ray),
+            "start",
+            "--head",
+            "--block",
+            "--node-ip-address=127.0.0.1",
+            f"--port={port}",
+            f"--num-cpus={num_cpus}",
+            "--num-gpus=0",
+            f"--object-store-memory={object_store_mb * 1024 * 1024}",
+            "--include-dashboard=false",
+            "--disable-usage-stats",
+            f"--temp-dir={temp}",
+        ],
+        env=env,
+        stdout=open(log, "wb"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,  # its own process group: stop() ends all of it
+    )
+    address = f"127.0.0.1:{port}"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"ray start exited with {proc.returncode}: {log.read_text()}")
+        if _listening(port):
+            time.sleep(2.0)  # the GCS is up; give the raylet a moment to register
+            return Cluster(address, proc, temp, cache, log)
+        time.sleep(0.3)
+    proc.kill()
+    raise RuntimeError(f"Ray head not up after {timeout}s: {log.read_text()}")
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(0.5)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+if __name__ == "__main__":
+    cluster = start_cluster()
+    print(f"Ray cluster at {cluster.address} (Ctrl+C stops it)")
+    try:
+        cluster.proc.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        cluster.stop()

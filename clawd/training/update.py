@@ -1,0 +1,169 @@
+"""One update as a pure function of its inputs: samples, parent adapter, settings, base model.
+
+``update(inputs, out, cache_home, on_step)`` loads the base GGUF into torch (cached under
+``cache_home``, see ``torchmodel``), puts a LoRA on it (warm-started from the parent's PEFT
+folder), builds the examples, holds every fifth new one out for the gate, adds hindsight
+answers when asked, scores them with the pre-update weights and takes the PPO steps
+(``clawd.training.ppo``). It writes ``peft/`` and ``adapter.gguf`` into ``out`` and returns the
+report and what the gate needs, as plain data (token ids, numbers, strings). It reads no store
+and knows no CLAWD_HOME: the same call runs in the trainer process (``train_backend = local``)
+and on a Ray worker (``clawd.training.remote``); the caller records steps, runs the gate and
+settles the samples.
+
+Run alone: see ``clawd.training.run``, which builds the inputs from the store.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from clawd.training import ppo
+from clawd.training.batches import Example, build_examples
+from clawd.training.config import TrainConfig
+
+OnStep = Callable[[dict[str, float]], None]
+
+
+class TrainingError(Exception):
+    """The run was aborted; the message says why in words (it is also recorded)."""
+
+
+class Cancelled(BaseException):
+    """The run was asked to stop (SIGTERM to the trainer, Ctrl+C); raised where it was."""
+
+
+@dataclass
+class UpdateInputs:
+    """Everything one update depends on. ``samples`` and ``replay`` are store rows (samples
+    joined with their turn's prompt messages, params and model hash), JSON-serialisable."""
+
+    samples: list[dict[str, Any]]
+    replay: list[dict[str, Any]]
+    cfg: TrainConfig
+    kl_coef: float  # the KL penalty's coefficient where the parent's run left it
+    model_path: Path
+    digest: str  # sha256 of the base GGUF
+    parent_peft: Path | None = None  # the active adapter's PEFT folder, warm start
+
+
+def check_memory(model_path: Path) -> None:
+    import psutil
+
+    # fp32 weights (~4x a 4-bit file, the worst case), activations and the optimizer's copies.
+    need = model_path.stat().st_size * 4 * 2.5
+    have = psutil.virtual_memory().available
+    if have < need:
+        raise TrainingError(
+            f"not enough memory: about {need / 1e9:.1f} GB needed, {have / 1e9:.1f} GB available"
+        )
+
+
+def update(
+    inputs: UpdateInputs, out: Path, cache_home: Path, on_step: OnStep | None = None
+) -> dict[str, Any]:
+    """Train one adapter into ``out``; returns ``report`` (for report.json, without the
+    version), ``trained``/``replayed``/``heldout_ids`` (sample ids), ``heldout`` and
+    ``general`` (the gate's held-out examples and general prompts, as token ids), ``ended``
+    and ``steps``. Raises TrainingError (or ppo.NonFinite) and leaves ``out`` incomplete."""
+    from adapters.export import export_gguf
+    from adapters.gate import HeldOut, general_prompts
+    from clawd.chattemplate import ChatTemplate
+    from clawd.training import torchmodel
+
+    cfg, model_path = inputs.cfg, inputs.model_path
+    check_memory(model_path)
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    torch.manual_seed(cfg.seed)
+    cuda = torch.cuda.is_available()
+    base, tok = torchmodel.load(
+        model_path, cache_home, device="cuda" if cuda else "cpu", qlora=cuda, digest=inputs.digest
+    )
+    model = ppo.peft_model(base, cfg, inputs.parent_peft)
+    template = ChatTemplate.from_gguf(model_path)
+    device = next(model.parameters()).device
+    replay = [r for r in inputs.replay if r["model_sha256"] in (None, inputs.digest)]
+    examples, skipped = build_examples(inputs.samples, tok, template, cfg, device=device)
+    replayed, _ = build_examples(replay, tok, template, cfg, device=device)
+    if not examples:
+        raise TrainingError(f"every sample was longer than {cfg.max_seq_len} tokens")
+    # Every fifth new sample (from five on) is held out for the promotion gate; a sample that
+    # was held out before trains now instead, so every sample trains eventually.
+    fresh = [e for e, s in zip(examples, _fitting(inputs.samples, examples), strict=True) if not s]
+    heldout = fresh[4::5] if len(examples) >= 5 else []
+    held_ids = {e.sample_id for e in heldout}
+    examples = [e for e in examples if e.sample_id not in held_ids]
+    trained_ids = [e.sample_id for e in examples]
+    examples += replayed
+    if cfg.hindsight:
+        eos = [t for t in {tok.eos_token_id, *_end_tokens(tok)} if t is not None]
+        examples += ppo.hindsight_examples(model, examples[: len(trained_ids)], cfg, eos)
+    ppo.score_examples(model, examples, cfg)
+    total = cfg.epochs * math.ceil(len(examples) / cfg.batch_size)
+    steps: list[dict[str, float]] = []
+
+    def step(m: dict[str, float]) -> None:
+        m = {**m, "total_steps": total}  # lets a progress bar know how far the run is
+        steps.append(m)
+        if on_step:
+            on_step(m)
+
+    ended = ppo.train_steps(model, examples, cfg, step, kl_coef=inputs.kl_coef)
+    if not steps:
+        raise TrainingError(
+            f"the first step was already past the trust region (KL {ended.get('kl_step', 0):.3f} "
+            f"> train_target_kl {cfg.target_kl}): nothing was learned"
+        )
+    model.save_pretrained(out / "peft")
+    export_gguf(out / "peft", model_path, out / "adapter.gguf")
+
+    def tokenize(text: str) -> list[int]:
+        return tok(text, add_special_tokens=False)["input_ids"]
+
+    report = {
+        "status": "succeeded",
+        "n_samples": len(examples),
+        "new_samples": len(trained_ids),
+        "replayed": len(replayed),
+        "hindsight": sum(e.hindsight for e in examples),
+        "skipped": skipped,
+        "config": asdict(cfg),
+        "steps": steps,
+        "ended": ended,
+        "samples": [e.report(tok) for e in examples],
+    }
+    held = [
+        HeldOut(
+            e.prompt_ids, e.teacher_prompt_ids, e.response_ids, e.reward, bool(e.hint), e.has_reward
+        )
+        for e in heldout
+    ]
+    return {
+        "report": report,
+        "trained": trained_ids,
+        "replayed": [e.sample_id for e in replayed],
+        "heldout_ids": [e.sample_id for e in heldout],
+        "heldout": [asdict(h) for h in held],
+        "general": general_prompts(tokenize, template.render)[: cfg.gate_prompts],
+        "steps": steps,
+        "ended": ended,
+        "skipped": skipped,
+    }
+
+
+def _fitting(samples: list[dict[str, Any]], examples: list[Example]) -> list[bool]:
+    """For each example: was its sample held out by an earlier run?"""
+    held = {s["id"]: bool(s.get("heldout_runs")) for s in samples}
+    return [held.get(e.sample_id, False) for e in examples]
+
+
+def _end_tokens(tok: Any) -> list[int | None]:
+    """End-of-turn tokens a chat template may use besides the tokenizer's eos."""
+    ids = [tok.convert_tokens_to_ids(t) for t in ("<|im_end|>", "<|eot_id|>", "<|endoftext|>")]
+    return [i for i in ids if isinstance(i, int) and i != tok.unk_token_id]

@@ -1,0 +1,221 @@
+"""Training on a Ray cluster (``train_backend = ray``): a real single-node cluster on loopback,
+the daemon training through it on the tiny model, and what a lost or cancelled run leaves."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+
+import httpx
+import pytest
+
+from bench.daemon import start_daemon
+from bench.raycluster import Cluster, start_cluster
+from clawd.config import Settings
+from clawd.store.db import Store
+from clawd.training import remote
+from clawd.training import run as train
+from tests.test_signals_daemon import wait_for
+from tests.test_train import add_sample, small
+
+pytest.importorskip("ray", reason="the ray extra (./install.sh --dev installs it)")
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory):
+    c = start_cluster(num_cpus=2, cache=tmp_path_factory.mktemp("ray-worker-cache"))
+    yield c
+    c.stop()
+
+
+def _samples(home: Path, gguf: Path, n: int = 3) -> list[int]:
+    home.mkdir(parents=True, exist_ok=True)
+    with Store.open(home) as store:
+        return [
+            add_sample(store, gguf, hint="Answer in one word.", reward=-1, kind="opd+rl")
+            for _ in range(n)
+        ]
+
+
+def _daemon(gguf: Path, home: Path, cluster: Cluster, **extra: str):
+    settings = {
+        "CLAWD_TRAIN_BACKEND": "ray",
+        "CLAWD_RAY_ADDRESS": cluster.address,
+        "CLAWD_RAY_NUM_CPUS": "2",
+        **extra,
+    }
+    return start_daemon(gguf, home, n_ctx=1024, settings=settings)
+
+
+def _events(home: Path) -> list[str]:
+    with Store.open(home) as store:
+        return [e["message"] for e in store.db["events"].rows_where("kind = 'train'")]
+
+
+def _worker_pid(home: Path) -> int:
+    said = wait_for(
+        lambda: next((m for m in _events(home) if "worker pid" in m), None), timeout=180
+    )
+    return int(said.split("worker pid ")[1].split()[0])
+
+
+def _run(c: httpx.Client) -> dict:
+    return wait_for(
+        lambda: next(
+            (r for r in c.get("/v1/train").json()["runs"] if r["status"] != "running"), None
+        ),
+        timeout=300,
+    )
+
+
+def _chat_works(c: httpx.Client) -> None:
+    r = c.post(
+        "/v1/chat/completions",
+        json={"messages": [{"role": "user", "content": "hi"}], "max_tokens": 4},
+    )
+    assert r.status_code == 200, r.text
+
+
+def _nothing_changed(home: Path, ids: list[int]) -> None:
+    with Store.open(home) as store:
+        assert [store.db["samples"].get(i)["status"] for i in ids] == ["approved"] * len(ids)
+        assert store.db["adapters"].count == 0
+    adapters = home / "adapters"
+    assert not adapters.exists() or not list(adapters.iterdir())  # not even a temp folder
+
+
+def test_a_run_through_ray_passes_the_gate_and_serves(
+    tiny_qwen3_gguf: Path, tmp_path: Path, cluster: Cluster
+) -> None:
+    home = tmp_path / "home"
+    ids = _samples(home, tiny_qwen3_gguf)
+    d = _daemon(tiny_qwen3_gguf, home, cluster)
+    try:
+        with d.client() as c:
+            assert c.post("/v1/train").status_code == 202
+            done = _run(c)
+            assert done["status"] == "succeeded", done
+            version = done["adapter_version"]
+            # auto_activate hot-loads it once it passed the gate
+            wait_for(lambda: httpx.get(f"{d.url}/health").json()["adapter"] == version)
+            _chat_works(c)
+            steps = c.get("/v1/train").json()["latest_steps"]
+            assert steps and steps[-1]["step"] == len(steps)  # every step streamed back
+    finally:
+        d.stop()
+    manifest = json.loads((home / "adapters" / version / "manifest.json").read_text())
+    assert manifest["backend"] == "ray" and manifest["gate"]["passed"]
+    assert sorted(manifest["samples"]) == ids
+    said = _events(home)
+    assert any("submitted to the Ray cluster" in m for m in said)
+    assert any("running on Ray node" in m for m in said)
+    assert (home / "adapters" / version / "report.json").exists()
+    assert list((cluster.cache / "models").glob("*.gguf"))  # the model was shipped and cached
+
+
+def test_a_killed_ray_worker_changes_nothing_and_the_daemon_answers(
+    tiny_qwen3_gguf: Path, tmp_path: Path, cluster: Cluster
+) -> None:
+    home = tmp_path / "home"
+    ids = _samples(home, tiny_qwen3_gguf)
+    # Many epochs and no trust region: the run lasts long enough to be killed in the middle.
+    d = _daemon(tiny_qwen3_gguf, home, cluster, CLAWD_TRAIN_EPOCHS="100", CLAWD_TRAIN_TARGET_KL="0")
+    try:
+        with d.client() as c:
+            assert c.post("/v1/train").status_code == 202
+            pid = _worker_pid(home)
+            wait_for(lambda: c.get("/v1/train").json()["latest_steps"], timeout=180, every=0.2)
+            os.kill(pid, signal.SIGKILL)
+            done = _run(c)
+            assert done["status"] == "failed" and "Ray" in done["reason"], done
+            assert httpx.get(f"{d.url}/health").status_code == 200
+            _chat_works(c)
+            assert c.get("/v1/train").json()["approved_samples"] == len(ids)  # they still wait
+    finally:
+        d.stop()
+    _nothing_changed(home, ids)
+
+
+@pytest.mark.slow
+def test_cancelling_the_trainer_cancels_the_ray_task(
+    tiny_qwen3_gguf: Path, tmp_path: Path, cluster: Cluster
+) -> None:
+    home = tmp_path / "home"
+    ids = _samples(home, tiny_qwen3_gguf)
+    d = _daemon(tiny_qwen3_gguf, home, cluster, CLAWD_TRAIN_EPOCHS="100", CLAWD_TRAIN_TARGET_KL="0")
+    try:
+        with d.client() as c:
+            trainer = c.post("/v1/train").json()["pid"]
+            worker = _worker_pid(home)
+            os.kill(trainer, signal.SIGTERM)
+            done = _run(c)
+            assert (done["status"], done["reason"]) == ("failed", "cancelled")
+            wait_for(lambda: worker not in cluster.workers(), timeout=60)
+            _chat_works(c)
+    finally:
+        d.stop()
+    _nothing_changed(home, ids)
+
+
+def test_a_cluster_too_small_fails_clearly_and_leaves_the_samples(
+    tiny_qwen3_gguf: Path, home: Path, cluster: Cluster
+) -> None:
+    ids = _samples(home, tiny_qwen3_gguf, n=1)
+    settings = Settings(
+        model=str(tiny_qwen3_gguf),
+        train_backend="ray",
+        ray_address=cluster.address,
+        ray_num_gpus=1,
+    )
+    with pytest.raises(train.TrainingError, match=r"too small for this run: GPU 0 \(asked 1\)"):
+        train.run(home, settings, cfg=small())
+    _nothing_changed(home, ids)
+
+
+def test_an_unreachable_cluster_fails_in_seconds_and_leaves_the_samples(
+    tiny_qwen3_gguf: Path, home: Path
+) -> None:
+    from bench.daemon import free_port
+
+    ids = _samples(home, tiny_qwen3_gguf, n=1)
+    address = f"127.0.0.1:{free_port()}"  # nothing listens there
+    settings = Settings(model=str(tiny_qwen3_gguf), train_backend="ray", ray_address=address)
+    with pytest.raises(train.TrainingError, match="cannot reach the Ray cluster"):
+        train.run(home, settings, cfg=small())
+    _nothing_changed(home, ids)
+    with Store.open(home) as store:
+        (run,) = store.db["training_runs"].rows
+    assert run["status"] == "failed" and address in run["reason"]
+
+
+def test_ray_address_is_checked_when_set() -> None:
+    from pydantic import ValidationError
+
+    for good in ("auto", "10.0.0.5:6379", "ray://gpu-box:10001", "[::1]:6379"):
+        assert Settings(ray_address=good).ray_address == good
+    for bad in ("", "gpu-box", "http://gpu-box:6379", "gpu box:1"):
+        with pytest.raises(ValidationError, match="ray_address"):
+            Settings(ray_address=bad)
+
+
+def test_pack_and_unpack_keep_a_folder_and_refuse_escapes(tmp_path: Path) -> None:
+    import io
+    import tarfile
+
+    src = tmp_path / "src"
+    (src / "peft").mkdir(parents=True)
+    (src / "peft" / "a.bin").write_bytes(b"\x00\x01" * 1000)
+    (src / "adapter.gguf").write_bytes(b"GGUF")
+    remote.unpack(remote.pack(src), tmp_path / "dst")
+    assert (tmp_path / "dst" / "peft" / "a.bin").read_bytes() == b"\x00\x01" * 1000
+    assert (tmp_path / "dst" / "adapter.gguf").read_bytes() == b"GGUF"
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        info = tarfile.TarInfo("../escaped")
+        info.size = 1
+        tar.addfile(info, io.BytesIO(b"x"))
+    with pytest.raises(tarfile.TarError):
+        remote.unpack(buf.getvalue(), tmp_path / "dst2")
+    assert not (tmp_path / "escaped").exists()
