@@ -28,7 +28,8 @@ from bench.daemon import free_port
 
 @dataclass
 class Cluster:
-    address: str
+    address: str  # host:port of the head, for a driver on this machine
+    client_address: str  # ray://host:port, Ray Client (how a machine outside connects)
     proc: subprocess.Popen
     temp: Path
     cache: Path
@@ -65,7 +66,7 @@ def start_cluster(
     """Start the head; ``cache`` becomes the workers' CLAWD_WORKER_CACHE."""
     temp = Path(tempfile.mkdtemp(prefix="ray", dir="/tmp"))  # short: Ray's sockets live here
     cache = cache or temp / "worker-cache"
-    port = free_port()
+    port, client_port = free_port(), free_port()
     ray = Path(sys.executable).with_name("ray")
     env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "CLAWD_WORKER_CACHE": str(cache)}
     log = temp / "head.log"
@@ -77,6 +78,7 @@ def start_cluster(
             "--block",
             "--node-ip-address=127.0.0.1",
             f"--port={port}",
+            f"--ray-client-server-port={client_port}",
             f"--num-cpus={num_cpus}",
             "--num-gpus=0",
             f"--object-store-memory={object_store_mb * 1024 * 1024}",
@@ -96,7 +98,7 @@ def start_cluster(
             raise RuntimeError(f"ray start exited with {proc.returncode}: {log.read_text()}")
         if _listening(port):
             time.sleep(2.0)  # the GCS is up; give the raylet a moment to register
-            return Cluster(address, proc, temp, cache, log)
+            return Cluster(address, f"ray://127.0.0.1:{client_port}", proc, temp, cache, log)
         time.sleep(0.3)
     proc.kill()
     raise RuntimeError(f"Ray head not up after {timeout}s: {log.read_text()}")
@@ -110,7 +112,7 @@ def _listening(port: int) -> bool:
 
 if __name__ == "__main__":
     cluster = start_cluster()
-    print(f"Ray cluster at {cluster.address} (Ctrl+C stops it)")
+    print(f"Ray cluster at {cluster.address} and {cluster.client_address} (Ctrl+C stops it)")
     try:
         cluster.proc.wait()
     except KeyboardInterrupt:

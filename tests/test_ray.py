@@ -39,10 +39,10 @@ def _samples(home: Path, gguf: Path, n: int = 3) -> list[int]:
         ]
 
 
-def _daemon(gguf: Path, home: Path, cluster: Cluster, **extra: str):
+def _daemon(gguf: Path, home: Path, cluster: Cluster, client: bool = False, **extra: str):
     settings = {
         "CLAWD_TRAIN_BACKEND": "ray",
-        "CLAWD_RAY_ADDRESS": cluster.address,
+        "CLAWD_RAY_ADDRESS": cluster.client_address if client else cluster.address,
         "CLAWD_RAY_NUM_CPUS": "2",
         **extra,
     }
@@ -139,12 +139,20 @@ def test_a_killed_ray_worker_changes_nothing_and_the_daemon_answers(
 
 
 @pytest.mark.slow
-def test_cancelling_the_trainer_cancels_the_ray_task(
+def test_cancelling_the_trainer_cancels_the_ray_task_through_ray_client(
     tiny_qwen3_gguf: Path, tmp_path: Path, cluster: Cluster
 ) -> None:
     home = tmp_path / "home"
     ids = _samples(home, tiny_qwen3_gguf)
-    d = _daemon(tiny_qwen3_gguf, home, cluster, CLAWD_TRAIN_EPOCHS="100", CLAWD_TRAIN_TARGET_KL="0")
+    # Through Ray Client (ray://), the way a laptop reaches a GPU box.
+    d = _daemon(
+        tiny_qwen3_gguf,
+        home,
+        cluster,
+        client=True,
+        CLAWD_TRAIN_EPOCHS="100",
+        CLAWD_TRAIN_TARGET_KL="0",
+    )
     try:
         with d.client() as c:
             trainer = c.post("/v1/train").json()["pid"]

@@ -172,13 +172,15 @@ def test_a_hint_to_answer_in_one_word_lowers_the_long_continuation(
     assert with_adapter < without - 1.0, (with_adapter, without)
 
 
-def test_a_non_finite_loss_is_recorded_and_writes_no_adapter(any_gguf: Path, home: Path) -> None:
+def test_a_non_finite_loss_is_recorded_and_writes_no_adapter(
+    tiny_qwen3_gguf: Path, home: Path
+) -> None:
     with Store.open(home) as store:
-        add_sample(store, any_gguf, hint=None, reward=1, kind="rl")
+        add_sample(store, tiny_qwen3_gguf, hint=None, reward=1, kind="rl")
         # A corrupt reward beyond float32's range makes the loss infinite.
-        add_sample(store, any_gguf, hint=None, reward=1e39, kind="rl")
+        add_sample(store, tiny_qwen3_gguf, hint=None, reward=1e39, kind="rl")
     with pytest.raises(train.TrainingError, match="non-finite"):
-        train.run(home, settings_for(any_gguf), cfg=small())
+        train.run(home, settings_for(tiny_qwen3_gguf), cfg=small())
     with Store.open(home) as store:
         run = next(store.db["training_runs"].rows)
         assert run["status"] == "failed" and "non-finite" in run["reason"]
@@ -196,21 +198,25 @@ def test_bad_settings_are_refused() -> None:
         train.TrainConfig(w_opd=0.0, w_rl=0.0)
 
 
-def test_a_method_trains_only_on_samples_it_can_learn_from(any_gguf: Path, home: Path) -> None:
+def test_a_method_trains_only_on_samples_it_can_learn_from(
+    tiny_qwen3_gguf: Path, home: Path
+) -> None:
     """OPD alone learns nothing from a hint-less sample: no run, no adapter, nothing used up."""
     with Store.open(home) as store:
-        scored = add_sample(store, any_gguf, hint=None, reward=-1, kind="rl")
+        scored = add_sample(store, tiny_qwen3_gguf, hint=None, reward=-1, kind="rl")
         assert store.waiting_samples(LEARNABLE_KINDS["opd"]) == (1, 0)
     opd = small(w_rl=0.0)
     assert opd.method == "opd"
     with pytest.raises(train.NothingToTrain, match="'opd' needs samples with a hint"):
-        train.run(home, settings_for(any_gguf), cfg=opd)
+        train.run(home, settings_for(tiny_qwen3_gguf), cfg=opd)
     with Store.open(home) as store:
         assert store.db["training_runs"].count == 0
         assert store.db["samples"].get(scored)["status"] == "approved"
-        hinted = add_sample(store, any_gguf, hint="Answer in one word.", reward=0, kind="opd")
+        hinted = add_sample(
+            store, tiny_qwen3_gguf, hint="Answer in one word.", reward=0, kind="opd"
+        )
         assert store.waiting_samples(LEARNABLE_KINDS["opd"]) == (2, 1)
-    summary = train.run(home, settings_for(any_gguf), cfg=opd)
+    summary = train.run(home, settings_for(tiny_qwen3_gguf), cfg=opd)
     manifest = json.loads((Path(summary["path"]) / "manifest.json").read_text())
     assert manifest["samples"] == [hinted]
     with Store.open(home) as store:  # the scored sample waits for a method that can use it
