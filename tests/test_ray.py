@@ -167,6 +167,27 @@ def test_cancelling_the_trainer_cancels_the_ray_task_through_ray_client(
     _nothing_changed(home, ids)
 
 
+@pytest.mark.slow
+def test_a_model_on_the_workers_shared_disk_is_used_by_path_and_checked(
+    tiny_qwen3_gguf: Path, home: Path, cluster: Cluster, tmp_path: Path
+) -> None:
+    ids = _samples(home, tiny_qwen3_gguf, n=2)
+    on_ray = {"model": str(tiny_qwen3_gguf), "train_backend": "ray", "ray_address": cluster.address}
+    missing = Settings(**on_ray, ray_model_path=str(tmp_path / "nowhere.gguf"))
+    with pytest.raises(train.TrainingError, match="nowhere.gguf does not exist on Ray worker"):
+        train.run(home, missing, cfg=small())
+    _nothing_changed(home, ids)
+    other = tmp_path / "other.gguf"
+    other.write_bytes(tiny_qwen3_gguf.read_bytes()[:-1] + b"x")  # the same size, not the same
+    with pytest.raises(train.TrainingError, match="not the model this daemon serves"):
+        train.run(home, Settings(**on_ray, ray_model_path=str(other)), cfg=small())
+    shared = Settings(**on_ray, ray_model_path=str(tiny_qwen3_gguf))
+    summary = train.run(home, shared, cfg=small())
+    assert summary["samples"] == 2
+    submitted = [m for m in _events(home) if "submitted" in m]
+    assert submitted and "object-store" not in submitted[-1]  # nothing shipped this time
+
+
 def test_a_cluster_too_small_fails_clearly_and_leaves_the_samples(
     tiny_qwen3_gguf: Path, home: Path, cluster: Cluster
 ) -> None:
