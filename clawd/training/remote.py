@@ -280,15 +280,16 @@ def _submit(
                 if stop.is_set():
                     raise Cancelled()
                 drain()
-            if not started and time.monotonic() - since > START_TIMEOUT_S:
-                raise TrainingError(
-                    f"no Ray worker with {_resources(settings)} became free in "
-                    f"{START_TIMEOUT_S / 60:.0f} minutes (see `ray status`)"
-                )
+                if not started and time.monotonic() - since > START_TIMEOUT_S:
+                    raise TrainingError(
+                        f"no Ray worker with {_resources(settings)} became free in "
+                        f"{START_TIMEOUT_S / 60:.0f} minutes (see `ray status`)"
+                    )
         result, blob = ray.get(ref)
         drain()
     except BaseException as exc:
-        ray.cancel(ref, force=True)
+        with contextlib.suppress(Exception):  # a lost cluster cannot cancel; the error stays ours
+            ray.cancel(ref, force=True)
         if isinstance(exc, ray.exceptions.RayTaskError):
             cause = exc.cause
             if isinstance(cause, TrainingError):
