@@ -135,9 +135,12 @@ def _vocab(gguf: Path) -> tuple[Any, Any]:
     return tokenize, ChatTemplate.from_gguf(gguf).render
 
 
+@pytest.mark.parametrize("model", ["qwen3", pytest.param("smollm2", marks=pytest.mark.slow)])
 def test_the_gate_accepts_a_gentle_adapter_and_rejects_a_drifting_one(
-    any_gguf: Path, torch_cache: Path, tmp_path: Path
+    model: str, request: pytest.FixtureRequest, torch_cache: Path, tmp_path: Path
 ) -> None:
+    # On SmolLM2 (32 greedy answers, about 2 minutes) with the slow tests.
+    any_gguf = request.getfixturevalue("smollm2_gguf" if model == "smollm2" else "tiny_qwen3_gguf")
     tokenize, render = _vocab(any_gguf)
     prompts = gate.general_prompts(tokenize, render)
     assert len(prompts) >= 32

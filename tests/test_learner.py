@@ -157,6 +157,7 @@ def test_forget_removes_every_copy_of_the_text(tiny_qwen3_gguf: Path, home: Path
     assert json.loads(report.read_text())["samples"]  # the other sample's entry stays
 
 
+@pytest.mark.slow
 def test_a_conversion_another_trainer_finished_first_is_used(
     tiny_qwen3_gguf: Path, tmp_path: Path
 ) -> None:

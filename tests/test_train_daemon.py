@@ -62,6 +62,7 @@ def test_train_through_rest_makes_a_candidate(daemon) -> None:
     assert (daemon.home / "adapters" / done["adapter_version"] / "adapter.gguf").exists()
 
 
+@pytest.mark.slow
 def test_the_daemon_survives_a_trainer_crash(daemon) -> None:
     with daemon.client() as c:
         approved_sample(c)
@@ -138,6 +139,7 @@ def test_feedback_makes_its_signal_and_sample_in_the_same_request(
         d.stop()
 
 
+@pytest.mark.slow
 def test_train_now_judges_the_waiting_replies_first(smollm2_gguf: Path, tmp_path: Path) -> None:
     quiet = {  # the default judge (the probe) on the default model
         "CLAWD_SIGNALS_INTERVAL_S": "3600",
