@@ -114,8 +114,7 @@ if __name__ == "__main__":
     cluster = start_cluster()
     print(f"Ray cluster at {cluster.address} and {cluster.client_address} (Ctrl+C stops it)")
     try:
-        cluster.proc.wait()
-    except KeyboardInterrupt:
-        pass
+        with contextlib.suppress(KeyboardInterrupt):  # Ctrl+C is how it is meant to end
+            cluster.proc.wait()
     finally:
         cluster.stop()

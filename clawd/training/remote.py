@@ -256,9 +256,8 @@ def _submit(
     parent = pack(inputs.parent_peft) if inputs.parent_peft else None
     remote = ray.remote(max_retries=0)(_task).options(**_resources(settings))
     ref = remote.remote(inputs, shared, pieces, parent, queue)
-    where = f"Ray cluster {settings.ray_address}"
     said(
-        f"submitted to the {where}"
+        f"submitted to the Ray cluster {settings.ray_address}"
         + ("" if shared else f" with the model ({len(pieces or [])} object-store pieces)")
     )
     started, since = False, time.monotonic()
