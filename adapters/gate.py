@@ -87,13 +87,13 @@ class HeldOut:
 class Scorer:
     """One llama.cpp context with all logits kept; adapters switched on it in place."""
 
-    def __init__(self, model_path: Path, n_ctx: int = 2048) -> None:
+    def __init__(self, model_path: Path, n_ctx: int = 2048, threads: int = 0) -> None:
         from llama_cpp import Llama
 
         self.llm = Llama(
             str(model_path),
             n_ctx=n_ctx,
-            n_threads=os.cpu_count() or 1,
+            n_threads=threads or os.cpu_count() or 1,
             logits_all=True,
             verbose=False,
         )
@@ -251,14 +251,18 @@ def evaluate(
     answer_tokens: int = 32,
     drift_prompts: int = 16,
     cache: Path | None = None,
+    threads: int = 0,
 ) -> dict[str, Any]:
-    """Judge ``candidate`` against ``parent`` (None: the base model) and the base model."""
+    """Judge ``candidate`` against ``parent`` (None: the base model) and the base model, on
+    ``threads`` CPU threads (0: all cores; the trainer passes its own ``train_threads``, so
+    that the gate never oversubscribes the cores beside other work)."""
     longest = max(
         [len(p) + answer_tokens + 1 for p in prompts]
         + [max(len(h.prompt_ids), len(h.teacher_prompt_ids)) + len(h.response_ids) for h in heldout]
     )
     use_heldout = len(heldout) >= min_heldout
-    scorer = Scorer(model_path, n_ctx=256 * (longest // 256 + 1))  # logits kept: size matters
+    n_ctx = 256 * (longest // 256 + 1)  # all logits are kept: the size matters
+    scorer = Scorer(model_path, n_ctx=n_ctx, threads=threads)
     try:
         scorer.set_adapter(None)
         base_answers = _base_answers(scorer, prompts, answer_tokens, cache)

@@ -240,6 +240,7 @@ def _train(
         max_kl=cfg.gate_max_kl,
         step_kl=cfg.gate_step_kl,
         cache=home / "cache" / f"gate-{digest[:16]}.json",
+        threads=cfg.threads,
     )
     manifest = {
         "version": version,
