@@ -103,7 +103,10 @@ def test_hindsight_adds_the_hinted_models_own_answer(tiny_qwen3_gguf: Path, home
     with Store.open(home) as store:
         add_sample(store, tiny_qwen3_gguf, hint="End with a question.", reward=-1, kind="opd+rl")
         add_sample(store, tiny_qwen3_gguf, hint=None, reward=1, kind="rl", answer="Paris.")
-    cfg = small(epochs=1, hindsight=True, hindsight_max_tokens=12)
+    # Random weights: no answer relates to any question, so the relevance filter is off here
+    # (tests/test_ppo.py measures relevance on SmolLM2).
+    off = {"hindsight_relevance": 0.0, "hindsight_min_relevance": -99.0}
+    cfg = small(epochs=1, hindsight=True, hindsight_max_tokens=12, **off)
     assert cfg.method == "hindsight"
     summary = train.run(home, settings_for(tiny_qwen3_gguf), cfg=cfg)
     report = json.loads((Path(summary["path"]) / "report.json").read_text())
@@ -113,6 +116,22 @@ def test_hindsight_adds_the_hinted_models_own_answer(tiny_qwen3_gguf: Path, home
     assert written[0]["tokens"] != next(s for s in report["samples"] if s["hint"])["tokens"]
     # Teacher-written tokens are likelier under the hint than without it, on the whole.
     assert sum(written[0]["opd_advantage"]) > 0
+    [seen] = report["hindsight_answers"]
+    assert seen["kept"] is True and set(seen) >= {"relevance_served", "relevance_hindsight"}
+
+
+@pytest.mark.slow
+def test_a_hindsight_answer_that_misses_the_question_does_not_train(
+    tiny_qwen3_gguf: Path, home: Path
+) -> None:
+    with Store.open(home) as store:
+        add_sample(store, tiny_qwen3_gguf, hint="End with a question.", reward=-1, kind="opd+rl")
+    cfg = small(epochs=1, hindsight=True, hindsight_max_tokens=12, hindsight_min_relevance=50.0)
+    summary = train.run(home, settings_for(tiny_qwen3_gguf), cfg=cfg)
+    report = json.loads((Path(summary["path"]) / "report.json").read_text())
+    assert not any(s["hindsight"] for s in report["samples"]) and report["hindsight"] == 0
+    [seen] = report["hindsight_answers"]
+    assert seen["kept"] is False and seen["relevance_hindsight"] < 50.0
 
 
 @pytest.mark.slow

@@ -31,6 +31,13 @@ class TrainConfig:
     replay: int = 16  # earlier trained samples replayed per run, at most as many as new ones
     hindsight: bool = False  # also distil toward the answer the hinted model writes itself
     hindsight_max_tokens: int = 128
+    # A hindsight answer trains only if its relevance to its question (ppo.relevance, nats per
+    # token) keeps this share of the served answer's and is at least the floor: "I'm here to
+    # help, what can I do?" answers no question. On SmolLM2 generic answers scored -0.5 to 0.43
+    # and answers to the question 0.28 to 4: the floor keeps out most generic ones and drops a
+    # few real ones (tests/test_ppo.py, docs/benchmarks.md).
+    hindsight_relevance: float = 0.25
+    hindsight_min_relevance: float = 0.35
     w_opd: float = 1.0
     w_rl: float = 1.0
     hint_placement: str = "user"
@@ -57,6 +64,8 @@ class TrainConfig:
             "target_kl": self.target_kl >= 0,
             "replay": 0 <= self.replay <= 4096,
             "hindsight_max_tokens": 1 <= self.hindsight_max_tokens <= 4096,
+            "hindsight_relevance": 0 <= self.hindsight_relevance <= 1,
+            "hindsight_min_relevance": self.hindsight_min_relevance < 100,
             "gate_max_kl/gate_step_kl": self.gate_max_kl > 0 and self.gate_step_kl > 0,
             "gate_prompts": 1 <= self.gate_prompts <= 32,
             "norm_tokens": self.norm_tokens >= 1,

@@ -2,12 +2,15 @@
 
 ``hindsight_examples`` lets the model with the hint in context write its own answer for each
 hinted sample (a behaviour the plain model never produces cannot be taught from its own
-tokens). ``score_examples`` fills each example's ``old_lp`` (plain context) and ``teacher_lp``
-(the hint in context), and ``ref_lp`` (the base model, when the KL penalty is on), without
-gradient. ``train_steps`` then runs PPO epochs on ``clawd.training.losses``: token advantages
-with a centred reward, the clipped surrogate over a constant normaliser, a k3 KL-to-base penalty
-whose coefficient adapts step by step, and a trust region: the update stops once its KL to the
-pre-update weights passes ``target_kl``. It raises on a non-finite loss or gradient.
+tokens), and keeps it only if it still answers the question (``relevance``: a small model told
+"call me Sam" often stops answering and writes "I'm here to help, what can I do?", which
+distilled into the student collapses every answer into that). ``score_examples`` fills each
+example's ``old_lp`` (plain context) and ``teacher_lp`` (the hint in context), and ``ref_lp``
+(the base model, when the KL penalty is on), without gradient. ``train_steps`` then runs PPO
+epochs on ``clawd.training.losses``: token advantages with a centred reward, the clipped
+surrogate over a constant normaliser, a k3 KL-to-base penalty whose coefficient adapts step by
+step, and a trust region: the update stops once its KL to the pre-update weights passes
+``target_kl``. It raises on a non-finite loss or gradient.
 
 Run alone: see ``clawd.training.run`` (this module has no state of its own).
 """
@@ -68,16 +71,59 @@ def logprobs(model: Any, batch: dict[str, torch.Tensor], side: str) -> torch.Ten
     )
 
 
+def _mean_logprobs(model: Any, prompts: list[list[int]], answer: list[int]) -> list[float]:
+    """Mean per-token log p(answer | prompt) for each prompt, in one padded batch."""
+    device = next(model.parameters()).device
+    rows = [p + answer for p in prompts]
+    width = max(map(len, rows))
+    ids = torch.zeros(len(rows), width, dtype=torch.long, device=device)
+    attn = torch.zeros_like(ids)
+    for i, r in enumerate(rows):
+        ids[i, : len(r)] = torch.tensor(r, device=device)
+        attn[i, : len(r)] = 1
+    start = torch.tensor([len(p) for p in prompts], device=device)
+    return token_logprobs(model, ids, attn, start, len(answer)).mean(-1).tolist()
+
+
+@torch.inference_mode()
+def relevance(
+    model: Any, prompt: list[int], answer: list[int], references: list[list[int]]
+) -> float:
+    """How much ``answer`` belongs to ``prompt`` rather than to any question: its pointwise
+    mutual information with the prompt, per token,
+
+        mean_t log p(a_t | prompt, a_<t)  -  mean_r mean_t log p(a_t | reference_r, a_<t),
+
+    in nats, with ``references`` other prompts (the gate's fixed general prompts). A generic
+    answer ("I'm here to help. What can I do for you?") is about as likely after any question
+    and scores near 0; "Canberra is the capital." after "What is the capital of Australia?"
+    scores high. Per token, so a short answer is not penalised for being short."""
+    if not answer or not references:
+        return 0.0
+    own, *others = _mean_logprobs(model, [prompt, *references], answer)
+    return own - sum(others) / len(others)
+
+
 @torch.inference_mode()
 def hindsight_examples(
-    model: Any, examples: list[Example], cfg: TrainConfig, eos: list[int]
-) -> list[Example]:
+    model: Any,
+    examples: list[Example],
+    cfg: TrainConfig,
+    eos: list[int],
+    references: list[list[int]],
+) -> tuple[list[Example], list[dict[str, Any]]]:
     """For each hinted example, the answer the model writes with the hint in context (greedy,
     ended by an end-of-turn token or ``cfg.hindsight_max_tokens``) as a new OPD-only example:
     the student learns, token by token and inside the same clipping, toward what it would
-    have said had it known the hint."""
+    have said had it known the hint.
+
+    An answer is kept only if its ``relevance`` to the question (measured without the hint,
+    where the student will say it) is at least ``cfg.hindsight_relevance`` of the served
+    answer's and at least ``cfg.hindsight_min_relevance``: the floor matters once the served
+    answers themselves have drifted off the question. Returns the kept examples and, for every
+    hinted example, what was measured and whether it was kept."""
     model.eval()
-    out = []
+    out, seen = [], []
     for ex in examples:
         if not ex.hint:
             continue
@@ -98,6 +144,19 @@ def hindsight_examples(
                     break
         if not answer or answer == ex.response_ids:
             continue
+        served = relevance(model, ex.prompt_ids, ex.response_ids, references)
+        written = relevance(model, ex.prompt_ids, answer, references)
+        kept = written >= max(served * cfg.hindsight_relevance, cfg.hindsight_min_relevance)
+        seen.append(
+            {
+                "sample_id": ex.sample_id,
+                "relevance_served": round(served, 3),
+                "relevance_hindsight": round(written, 3),
+                "kept": kept,
+            }
+        )
+        if not kept:
+            continue
         out.append(
             Example(
                 ex.sample_id,
@@ -111,7 +170,7 @@ def hindsight_examples(
                 hindsight=True,
             )
         )
-    return out
+    return out, seen
 
 
 @torch.inference_mode()

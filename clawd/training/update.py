@@ -101,9 +101,18 @@ def update(
     examples = [e for e in examples if e.sample_id not in held_ids]
     trained_ids = [e.sample_id for e in examples]
     examples += replayed
+
+    def tokenize(text: str) -> list[int]:
+        return tok(text, add_special_tokens=False)["input_ids"]
+
+    general = general_prompts(tokenize, template.render)[: cfg.gate_prompts]
+    hindsight: list[dict[str, Any]] = []
     if cfg.hindsight:
         eos = [t for t in {tok.eos_token_id, *_end_tokens(tok)} if t is not None]
-        examples += ppo.hindsight_examples(model, examples[: len(trained_ids)], cfg, eos)
+        written, hindsight = ppo.hindsight_examples(
+            model, examples[: len(trained_ids)], cfg, eos, references=general[::8]
+        )
+        examples += written
     ppo.score_examples(model, examples, cfg)
     total = cfg.epochs * math.ceil(len(examples) / cfg.batch_size)
     steps: list[dict[str, float]] = []
@@ -122,16 +131,13 @@ def update(
         )
     model.save_pretrained(out / "peft")
     export_gguf(out / "peft", model_path, out / "adapter.gguf")
-
-    def tokenize(text: str) -> list[int]:
-        return tok(text, add_special_tokens=False)["input_ids"]
-
     report = {
         "status": "succeeded",
         "n_samples": len(examples),
         "new_samples": len(trained_ids),
         "replayed": len(replayed),
         "hindsight": sum(e.hindsight for e in examples),
+        "hindsight_answers": hindsight,  # each hinted sample's answer: relevance, kept or not
         "skipped": skipped,
         "config": asdict(cfg),
         "steps": steps,
@@ -150,7 +156,7 @@ def update(
         "replayed": [e.sample_id for e in replayed],
         "heldout_ids": [e.sample_id for e in heldout],
         "heldout": [asdict(h) for h in held],
-        "general": general_prompts(tokenize, template.render)[: cfg.gate_prompts],
+        "general": general,
         "steps": steps,
         "ended": ended,
         "skipped": skipped,
