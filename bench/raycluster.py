@@ -1,7 +1,8 @@
 """A real single-node Ray cluster on loopback, for the tests and the Ray benchmark.
 
 ``start_cluster()`` runs ``ray start --head --block`` on 127.0.0.1 with its own temp folder and
-worker cache, waits until a driver can connect, and returns the address; ``stop()`` ends the
+worker cache, waits until a driver can connect (directly and through Ray Client), and returns
+the address; ``stop()`` ends the
 head and every Ray process it started (its process group).
 
 Run alone to start one and keep it until Ctrl+C (then point ``ray_address`` at it)::
@@ -96,8 +97,9 @@ def start_cluster(
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"ray start exited with {proc.returncode}: {log.read_text()}")
-        if _listening(port):
-            time.sleep(2.0)  # the GCS is up; give the raylet a moment to register
+        # the GCS comes up first, Ray Client's server after it: a ray:// driver needs both
+        if _listening(port) and _listening(client_port):
+            time.sleep(2.0)  # give the raylet a moment to register
             return Cluster(address, f"ray://127.0.0.1:{client_port}", proc, temp, cache, log)
         time.sleep(0.3)
     proc.kill()

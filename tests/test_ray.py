@@ -54,10 +54,18 @@ def _events(home: Path) -> list[str]:
         return [e["message"] for e in store.db["events"].rows_where("kind = 'train'")]
 
 
-def _worker_pid(home: Path) -> int:
-    said = wait_for(
-        lambda: next((m for m in _events(home) if "worker pid" in m), None), timeout=180
-    )
+def _worker_pid(home: Path, c: httpx.Client) -> int:
+    """The Ray worker's pid once the run says it started; fails at once, with the run's reason,
+    if the run ends first."""
+
+    def started() -> str | None:
+        said = next((m for m in _events(home) if "worker pid" in m), None)
+        if said is None:
+            runs = c.get("/v1/train").json()["runs"]
+            assert not runs or runs[0]["status"] == "running", (runs[0], _events(home))
+        return said
+
+    said = wait_for(started, timeout=600)  # a backstop only: the run's own end stops the wait
     return int(said.split("worker pid ")[1].split()[0])
 
 
@@ -125,7 +133,7 @@ def test_a_killed_ray_worker_changes_nothing_and_the_daemon_answers(
     try:
         with d.client() as c:
             assert c.post("/v1/train").status_code == 202
-            pid = _worker_pid(home)
+            pid = _worker_pid(home, c)
             wait_for(lambda: c.get("/v1/train").json()["latest_steps"], timeout=180, every=0.2)
             os.kill(pid, signal.SIGKILL)
             done = _run(c)
@@ -156,7 +164,7 @@ def test_cancelling_the_trainer_cancels_the_ray_task_through_ray_client(
     try:
         with d.client() as c:
             trainer = c.post("/v1/train").json()["pid"]
-            worker = _worker_pid(home)
+            worker = _worker_pid(home, c)
             os.kill(trainer, signal.SIGTERM)
             done = _run(c)
             assert (done["status"], done["reason"]) == ("failed", "cancelled")
