@@ -94,6 +94,7 @@ def _nothing_changed(home: Path, ids: list[int]) -> None:
     assert not adapters.exists() or not list(adapters.iterdir())  # not even a temp folder
 
 
+@pytest.mark.slow
 def test_a_run_through_ray_passes_the_gate_and_serves(
     tiny_qwen3_gguf: Path, tmp_path: Path, cluster: Cluster
 ) -> None:
