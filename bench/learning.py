@@ -225,6 +225,7 @@ class Loop:
             "gate_passed": gate.get("passed"),
             "failed_checks": [k for k, ok in (gate.get("checks") or {}).items() if not ok],
             "samples": run["n_samples"],
+            "seconds": (row.get("manifest") or {}).get("seconds"),  # per phase, gate included
         }
 
     def evaluate(self) -> dict[str, Any]:

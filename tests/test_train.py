@@ -8,9 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from typer.testing import CliRunner
 
 from bench.samples import LONG, QUESTION, add_sample, tokenize
 from clawd.chattemplate import ChatTemplate
+from clawd.cli.main import app
 from clawd.config import Settings
 from clawd.signals.rules import LEARNABLE_KINDS
 from clawd.store.db import Store
@@ -70,7 +72,11 @@ def test_a_run_writes_a_candidate_and_marks_samples_used(any_gguf: Path, home: P
         assert (folder / name).exists(), name
     manifest = json.loads((folder / "manifest.json").read_text())
     assert manifest["status"] == "candidate" and sorted(manifest["samples"]) == sorted(ids)
+    # where the run's time went, phase by phase, the gate's included
+    assert list(manifest["seconds"]) == ["load", "score", "train", "export", "gate"]
+    assert all(s >= 0 for s in manifest["seconds"].values()) and manifest["seconds"]["gate"] > 0
     report = json.loads((folder / "report.json").read_text())
+    assert report["seconds"] == {k: v for k, v in manifest["seconds"].items() if k != "gate"}
     assert {"loss", "adv_mean", "adv_opd", "adv_rl", "clip_fraction", "kl", "tokens"} <= set(
         report["steps"][0]
     )
@@ -82,6 +88,10 @@ def test_a_run_writes_a_candidate_and_marks_samples_used(any_gguf: Path, home: P
         assert store.db["training_steps"].count == 4
         assert {r["status"] for r in store.db["samples"].rows} == {"used"}
         assert store.db["adapters"].get(summary["version"])["status"] == "candidate"
+        made = [e["message"] for e in store.db["events"].rows_where("kind = 'train'")][-1]
+        assert f"made adapter {summary['version']} (load " in made and " s, gate " in made
+    shown = CliRunner().invoke(app, ["adapters", "show", summary["version"]])
+    assert shown.exit_code == 0 and "time: load " in shown.output, shown.output
     with pytest.raises(train.NothingToTrain):  # the samples are used up
         train.run(home, settings_for(any_gguf), cfg=small())
 

@@ -231,6 +231,7 @@ def _train(
     version = time.strftime("%Y%m%d-%H%M%S") + f"-r{run_id}"
     write_report(tmp, {"run_id": run_id, "version": version, **result["report"]})
     heldout = [gate.HeldOut(**h) for h in result["heldout"]]
+    gate_started = time.monotonic()
     verdict = gate.evaluate(
         model_path,
         tmp / "adapter.gguf",
@@ -242,6 +243,10 @@ def _train(
         cache=home / "cache" / f"gate-{digest[:16]}.json",
         threads=cfg.threads,
     )
+    seconds = {
+        **result["report"].get("seconds", {}),
+        "gate": round(time.monotonic() - gate_started, 1),
+    }
     manifest = {
         "version": version,
         "parent": current["version"] if current else None,
@@ -261,6 +266,7 @@ def _train(
             "stopped_early": ended["stopped_early"],
             "kl_coef": ended["kl_coef"],
         },
+        "seconds": seconds,  # load, hindsight, score, train, export (on the worker) and gate
         "files": {"gguf": "adapter.gguf", "peft": "peft", "report": "report.json"},
     }
     final = registry.add_candidate(store, home, tmp, manifest, trained_ids, result["heldout_ids"])
@@ -270,7 +276,10 @@ def _train(
             " finished_at = ? WHERE id = ?",
             (version, str(final / "report.json"), time.time(), run_id),
         )
-    store.event("train", f"run {run_id} made adapter {version}", run_id=run_id, version=version)
+    took = ", ".join(f"{phase} {s:.0f} s" for phase, s in seconds.items())
+    store.event(
+        "train", f"run {run_id} made adapter {version} ({took})", run_id=run_id, version=version
+    )
     return {
         "run_id": run_id,
         "version": version,

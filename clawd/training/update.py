@@ -16,6 +16,7 @@ Run alone: see ``clawd.training.run``, which builds the inputs from the store.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -70,13 +71,23 @@ def update(
     """Train one adapter into ``out``; returns ``report`` (for report.json, without the
     version), ``trained``/``replayed``/``heldout_ids`` (sample ids), ``heldout`` and
     ``general`` (the gate's held-out examples and general prompts, as token ids), ``ended``
-    and ``steps``. Raises TrainingError (or ppo.NonFinite) and leaves ``out`` incomplete."""
+    and ``steps``; the report's ``seconds`` says how long each phase took. Raises
+    TrainingError (or ppo.NonFinite) and leaves ``out`` incomplete."""
     from adapters.export import export_gguf
     from adapters.gate import HeldOut, general_prompts
     from clawd.chattemplate import ChatTemplate
     from clawd.training import torchmodel
 
     cfg, model_path = inputs.cfg, inputs.model_path
+    seconds: dict[str, float] = {}  # where the run's time went, phase by phase
+    mark = time.monotonic()
+
+    def lap(phase: str) -> None:
+        nonlocal mark
+        now = time.monotonic()
+        seconds[phase] = round(now - mark, 1)
+        mark = now
+
     check_memory(model_path)
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
@@ -106,6 +117,7 @@ def update(
         return tok(text, add_special_tokens=False)["input_ids"]
 
     general = general_prompts(tokenize, template.render)[: cfg.gate_prompts]
+    lap("load")
     hindsight: list[dict[str, Any]] = []
     if cfg.hindsight:
         eos = [t for t in {tok.eos_token_id, *_end_tokens(tok)} if t is not None]
@@ -113,7 +125,9 @@ def update(
             model, examples[: len(trained_ids)], cfg, eos, references=general[::8]
         )
         examples += written
+        lap("hindsight")
     ppo.score_examples(model, examples, cfg)
+    lap("score")
     total = cfg.epochs * math.ceil(len(examples) / cfg.batch_size)
     steps: list[dict[str, float]] = []
 
@@ -124,6 +138,7 @@ def update(
             on_step(m)
 
     ended = ppo.train_steps(model, examples, cfg, step, kl_coef=inputs.kl_coef)
+    lap("train")
     if not steps:
         raise TrainingError(
             f"the first step was already past the trust region (KL {ended.get('kl_step', 0):.3f} "
@@ -131,6 +146,7 @@ def update(
         )
     model.save_pretrained(out / "peft")
     export_gguf(out / "peft", model_path, out / "adapter.gguf")
+    lap("export")
     report = {
         "status": "succeeded",
         "n_samples": len(examples),
@@ -142,6 +158,7 @@ def update(
         "config": asdict(cfg),
         "steps": steps,
         "ended": ended,
+        "seconds": seconds,
         "samples": [e.report(tok) for e in examples],
     }
     held = [
