@@ -37,6 +37,10 @@ from clawd.store.db import Store
 log = logging.getLogger("clawd.jobs")
 
 
+class TrainerNotStarted(RuntimeError):
+    """The trainer's process could not be started (its log folder or Python is missing...)."""
+
+
 class Jobs:
     def __init__(
         self,
@@ -110,20 +114,25 @@ class Jobs:
         return self.trainer is not None and self.trainer.poll() is None
 
     def start_training(self, trigger: str) -> int | None:
-        """Start a training run in its own process; returns its pid (None if one runs)."""
+        """Start a training run in its own process; returns its pid (None if one runs).
+        Raises TrainerNotStarted, with the reason, if the process cannot be started."""
         if self.training:
             return None
         logs = self.home / "logs"
-        logs.mkdir(parents=True, exist_ok=True)
-        out = open(logs / f"train-{time.strftime('%Y%m%d-%H%M%S')}.log", "wb")
         env = {**os.environ, "CLAWD_HOME": str(self.home), "CLAWD_MODEL": str(self.model_path)}
-        self.trainer = subprocess.Popen(
-            [sys.executable, "-m", "clawd.training.run", trigger],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )  # the trainer lowers its own priority (os.nice): no preexec_fn in a threaded daemon
-        out.close()
+        try:
+            logs.mkdir(parents=True, exist_ok=True)
+            with open(logs / f"train-{time.strftime('%Y%m%d-%H%M%S')}.log", "wb") as out:
+                self.trainer = subprocess.Popen(
+                    [sys.executable, "-m", "clawd.training.run", trigger],
+                    env=env,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                )  # the trainer lowers its own priority (os.nice): no preexec_fn here (threads)
+        except OSError as exc:
+            why = f"could not start the trainer ({trigger}): {exc}"
+            log.error(why)
+            raise TrainerNotStarted(why) from None
         log.info("training started (%s), pid %d", trigger, self.trainer.pid)
         return self.trainer.pid
 

@@ -165,3 +165,33 @@ def test_train_now_judges_the_waiting_replies_first(smollm2_gguf: Path, tmp_path
             assert done["status"] == "succeeded" and done["n_samples"] == 1, done
     finally:
         d.stop()
+
+
+def test_a_trainer_that_cannot_start_is_a_503_with_the_reason(
+    tiny_qwen3_gguf: Path, tmp_path: Path
+) -> None:
+    """The trainer's log folder cannot be made: 503 naming why, the sample still waits."""
+    home = tmp_path / "home"
+    quiet = {**SETTINGS, "CLAWD_SIGNALS_INTERVAL_S": "3600"}
+    d = start_daemon(tiny_qwen3_gguf, home, settings=quiet)
+    try:
+        with d.client() as c:
+            first = c.post(
+                "/v1/chat/completions",
+                json={"messages": [{"role": "user", "content": "Name a color."}], "max_tokens": 4},
+            ).json()
+            r = c.post(
+                "/v1/feedback", json={"id": first["id"], "rating": -1, "comment": "One word."}
+            )
+            assert r.status_code == 200 and r.json()["sample"]["status"] == "approved"
+            (home / "logs").write_text("a file where the log folder should be")
+            r = c.post("/v1/train")
+            assert r.status_code == 503, r.text
+            error = r.json()["error"]
+            assert error["code"] == "trainer_not_started"
+            assert "could not start the trainer" in error["message"] and "logs" in error["message"]
+            assert httpx.get(f"{d.url}/health").status_code == 200
+            t = c.get("/v1/train").json()
+            assert (t["runs"], t["approved_samples"], t["running"]) == ([], 1, False)
+    finally:
+        d.stop()

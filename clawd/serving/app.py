@@ -34,7 +34,7 @@ from adapters.registry import AdapterError
 from adapters.routes import router as adapter_router
 from clawd.config import Settings, clawd_home, ensure_token, load_settings, token_path
 from clawd.models import resolve, sha256_file
-from clawd.scheduler import Jobs, training_status
+from clawd.scheduler import Jobs, TrainerNotStarted, training_status
 from clawd.serving.chat import router as chat_router
 from clawd.serving.engine import Engine, EngineError
 from clawd.serving.protocol import ApiError, ConversationUpdate, FeedbackRequest, error_body
@@ -367,7 +367,10 @@ def create_app(daemon: Daemon) -> FastAPI:
         why = nothing_to_learn(*d.store.waiting_samples(LEARNABLE_KINDS[method]), method)
         if why:
             raise ApiError(409, why, "invalid_request_error", "nothing_to_train")
-        pid = d.jobs.start_training("api")
+        try:
+            pid = d.jobs.start_training("api")
+        except TrainerNotStarted as exc:
+            raise ApiError(503, str(exc), "service_unavailable", "trainer_not_started") from None
         if pid is None:
             raise ApiError(
                 409,
