@@ -9,6 +9,8 @@
 
 Training runs as a separate process (``python -m clawd.training.run``) at low priority: the
 daemon keeps serving, and survives the trainer crashing. Its output goes to ``CLAWD_HOME/logs/``.
+A trainer that cannot start is a 503 for ``POST /v1/train``; for the nightly and idle jobs it is
+a ``train`` event naming why (once per reason), and they try again at their next time.
 
 Not meant to run alone: ``clawd serve`` starts it.
 """
@@ -42,6 +44,8 @@ class TrainerNotStarted(RuntimeError):
 
 
 class Jobs:
+    """The daemon's scheduled jobs and the one trainer process it may run at a time."""
+
     def __init__(
         self,
         home: Path,
@@ -59,6 +63,7 @@ class Jobs:
         self.scheduler = BackgroundScheduler(daemon=True)
         self.trainer: subprocess.Popen | None = None
         self._store: Store | None = None
+        self._start_error: str | None = None  # the last reason a scheduled start failed
 
     def start(self) -> None:
         s = self.settings
@@ -82,7 +87,7 @@ class Jobs:
             )
         hour, minute = (int(x) for x in s.train_at.split(":"))
         self.scheduler.add_job(
-            self.start_training,
+            self._scheduled,
             "cron",
             id="nightly",
             hour=hour,
@@ -144,7 +149,20 @@ class Jobs:
             self._store = Store.open(self.home)
         _, learnable = self._store.waiting_samples(LEARNABLE_KINDS[s.train_method])
         if learnable >= s.train_min_samples:
-            self.start_training("idle")
+            self._scheduled("idle")
+
+    def _scheduled(self, trigger: str) -> None:
+        """A scheduled start: a trainer that cannot start becomes a ``train`` event (once per
+        reason, not every minute) instead of a job that raises."""
+        try:
+            self.start_training(trigger)
+            self._start_error = None
+        except TrainerNotStarted as exc:
+            why = str(exc)
+            if why != self._start_error:
+                self._start_error = why
+                with Store.open(self.home) as store:
+                    store.event("train", why)
 
     def _promote(self) -> None:
         from adapters.promote import promote_candidates

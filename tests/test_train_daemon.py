@@ -189,7 +189,8 @@ def test_a_trainer_that_cannot_start_is_a_503_with_the_reason(
             assert r.status_code == 503, r.text
             error = r.json()["error"]
             assert error["code"] == "trainer_not_started"
-            assert "could not start the trainer" in error["message"] and "logs" in error["message"]
+            assert "could not start the trainer (api)" in error["message"]
+            assert f"File exists: '{home / 'logs'}'" in error["message"]
             assert httpx.get(f"{d.url}/health").status_code == 200
             t = c.get("/v1/train").json()
             assert (t["runs"], t["approved_samples"], t["running"]) == ([], 1, False)

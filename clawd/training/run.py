@@ -224,7 +224,11 @@ def _train(
         def said(text: str) -> None:
             store.event("train", f"run {run_id}: {text}", run_id=run_id)
 
+        submitted = time.monotonic()
         result = remote.run_update(inputs, tmp, settings, on_step, said)
+        worker = result["report"].setdefault("seconds", {})
+        # connecting, shipping the model, waiting for a worker and bringing the files back
+        worker["ray"] = round(max(0.0, time.monotonic() - submitted - sum(worker.values())), 1)
     else:
         result = update(inputs, tmp, home, on_step)
     ended, trained_ids = result["ended"], result["trained"]
@@ -266,7 +270,7 @@ def _train(
             "stopped_early": ended["stopped_early"],
             "kl_coef": ended["kl_coef"],
         },
-        "seconds": seconds,  # load, hindsight, score, train, export (on the worker) and gate
+        "seconds": seconds,  # load, hindsight, score, train, export (on the worker), ray, gate
         "files": {"gguf": "adapter.gguf", "peft": "peft", "report": "report.json"},
     }
     final = registry.add_candidate(store, home, tmp, manifest, trained_ids, result["heldout_ids"])
