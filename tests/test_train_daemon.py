@@ -112,27 +112,34 @@ def test_a_method_with_nothing_to_learn_is_refused_with_the_reason(
         d.stop()
 
 
+QUIET = {**SETTINGS, "CLAWD_SIGNALS_INTERVAL_S": "3600"}  # the job runs once, at start
+
+
+def thumbs_down_with_a_hint(c: httpx.Client) -> tuple[str, httpx.Response]:
+    """An answer and a thumbs-down on it that says what to change: its id and the answer."""
+    first = c.post(
+        "/v1/chat/completions",
+        json={"messages": [{"role": "user", "content": "Name a color."}], "max_tokens": 4},
+    ).json()
+    return first["id"], c.post(
+        "/v1/feedback", json={"id": first["id"], "rating": -1, "comment": "One word."}
+    )
+
+
 def test_feedback_makes_its_signal_and_sample_in_the_same_request(
     tiny_qwen3_gguf: Path, tmp_path: Path
 ) -> None:
-    quiet = {**SETTINGS, "CLAWD_SIGNALS_INTERVAL_S": "3600"}  # the job runs once, at start
-    d = start_daemon(tiny_qwen3_gguf, tmp_path / "home", settings=quiet)
+    d = start_daemon(tiny_qwen3_gguf, tmp_path / "home", settings=QUIET)
     try:
         with d.client() as c:
-            first = c.post(
-                "/v1/chat/completions",
-                json={"messages": [{"role": "user", "content": "Name a color."}], "max_tokens": 4},
-            ).json()
-            r = c.post(
-                "/v1/feedback", json={"id": first["id"], "rating": -1, "comment": "One word."}
-            )
+            turn, r = thumbs_down_with_a_hint(c)
             assert r.status_code == 200
             body = r.json()
             assert body["signal"] is True
             assert body["sample"]["kind"] == "opd+rl" and body["sample"]["status"] == "approved"
-            sig = signal_of(c, first["id"])  # no waiting for the job
+            sig = signal_of(c, turn)  # no waiting for the job
             assert (sig["score"], sig["hint"], sig["hint_source"]) == (-1, "One word.", "feedback")
-            up = c.post("/v1/feedback", json={"id": first["id"], "rating": 1}).json()
+            up = c.post("/v1/feedback", json={"id": turn, "rating": 1}).json()
             assert up["sample"]["kind"] == "rl"  # newer feedback replaces the untrained sample
             assert c.get("/v1/train").json()["approved_samples"] == 1
     finally:
@@ -172,17 +179,10 @@ def test_a_trainer_that_cannot_start_is_a_503_with_the_reason(
 ) -> None:
     """The trainer's log folder cannot be made: 503 naming why, the sample still waits."""
     home = tmp_path / "home"
-    quiet = {**SETTINGS, "CLAWD_SIGNALS_INTERVAL_S": "3600"}
-    d = start_daemon(tiny_qwen3_gguf, home, settings=quiet)
+    d = start_daemon(tiny_qwen3_gguf, home, settings=QUIET)
     try:
         with d.client() as c:
-            first = c.post(
-                "/v1/chat/completions",
-                json={"messages": [{"role": "user", "content": "Name a color."}], "max_tokens": 4},
-            ).json()
-            r = c.post(
-                "/v1/feedback", json={"id": first["id"], "rating": -1, "comment": "One word."}
-            )
+            _, r = thumbs_down_with_a_hint(c)
             assert r.status_code == 200 and r.json()["sample"]["status"] == "approved"
             (home / "logs").write_text("a file where the log folder should be")
             r = c.post("/v1/train")
