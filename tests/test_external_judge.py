@@ -58,7 +58,10 @@ def test_a_second_daemon_judges_the_first_one(smollm2_gguf: Path, tmp_path: Path
         }
         d = start_daemon(smollm2_gguf, tmp_path / "home", settings=settings)
         try:
-            jobs = httpx.get(f"{d.url}/health").json()["jobs"]["signals"]
+            # the daemon serves before its jobs have started: wait for the judge's mode
+            jobs = wait_for(
+                lambda: (h := httpx.get(f"{d.url}/health").json()["jobs"]["signals"])["mode"] and h
+            )
             assert jobs["mode"] == "external" and jobs["judge"].startswith(endpoint.url)
             with d.client() as c:
                 turn = converse(c, TEA.request, TEA.reply)

@@ -9,7 +9,7 @@ import pytest
 
 from clawd.config import Settings
 from clawd.signals import review
-from clawd.signals.job import SignalJob
+from clawd.signals.job import SignalJob, status_dict
 from clawd.signals.judge import Judge
 from clawd.signals.rules import parse_boxed
 from clawd.signals.scorer import Scorer
@@ -215,3 +215,11 @@ def test_the_signals_commands_show_and_review(store: Store, judge: Judge) -> Non
     assert sample["status"] == "approved"
     missing = run(app, ["signals", "show", "999"])
     assert missing.exit_code == 1 and "no signal with id 999" in missing.output
+
+
+def test_a_starting_job_reports_the_same_keys_with_unknowns(store: Store, judge: Judge) -> None:
+    started = status_dict(job(store, judge), store)
+    starting = status_dict(None, store, starting=True)
+    assert set(starting) == set(started) and starting["starting"] and not started["starting"]
+    assert (starting["mode"], starting["pending"], started["mode"]) == (None, None, "generate")
+    assert status_dict(None, store) == {"enabled": False}

@@ -254,7 +254,14 @@ def create_app(daemon: Daemon) -> FastAPI:
             "adapter": daemon.engine.adapter_version,
             "error": daemon.error or None,
             "jobs": {
-                "signals": status_dict(daemon.jobs and daemon.jobs.signal_job, daemon.store),
+                "signals": status_dict(
+                    daemon.jobs and daemon.jobs.signal_job,
+                    daemon.store,
+                    # the model serves before the jobs (and the judge) have started
+                    starting=(daemon.jobs is None or daemon.jobs.signal_job is None)
+                    and daemon.state == "ok"
+                    and daemon.settings.signals_interval_s > 0,
+                ),
                 "training": bool(daemon.jobs and daemon.jobs.training),
             },
         }

@@ -236,12 +236,30 @@ def feedback_signal(store: Store, settings: Settings, turn_id: str) -> int:
     return process_turn(store, settings, turn, None)
 
 
-def status_dict(job: SignalJob | None, store: Store) -> dict[str, Any]:
-    if job is None:
+def status_dict(job: SignalJob | None, store: Store, starting: bool = False) -> dict[str, Any]:
+    """The signals job's state for /health. ``starting``: enabled, but its judge is still
+    loading (the model already serves): the same keys, ``judge``, ``mode`` and ``pending``
+    unknown (None)."""
+    if job is None and not starting:
         return {"enabled": False}
+    if job is None:
+        return {
+            "enabled": True,
+            "starting": True,
+            "judge": None,
+            "mode": None,
+            "running": False,
+            "runs": 0,
+            "processed": 0,
+            "failed": 0,
+            "pending": None,
+            "last_run_at": None,
+            "last_error": None,
+        }
     st = job.status
     return {
         "enabled": True,
+        "starting": False,
         "judge": job.scorer.model,
         "mode": job.scorer.mode,
         "running": st.running,
