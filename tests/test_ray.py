@@ -126,6 +126,7 @@ def test_a_run_through_ray_passes_the_gate_and_serves(
     assert list((cluster.cache / "models").glob("*.gguf"))  # the model was shipped and cached
 
 
+@pytest.mark.slow
 def test_a_killed_ray_worker_changes_nothing_and_the_daemon_answers(
     tiny_qwen3_gguf: Path, tmp_path: Path, cluster: Cluster
 ) -> None:
