@@ -338,8 +338,9 @@ def adapters_show(version: str = typer.Argument(..., help="The adapter version."
         for why in gate.get("skipped") or []:
             out.print(f"  skipped {why}", highlight=False)
     if took := m.get("seconds"):
-        phases = ", ".join(f"{phase} {s:.0f} s" for phase, s in took.items())
-        out.print(f"[bold]time:[/] {phases}", highlight=False)
+        from clawd.training.report import phase_times
+
+        out.print(f"[bold]time:[/] {phase_times(took)}", highlight=False)
     for s in a["samples"]:
         out.print(
             f"  sample {s['id']} {s['kind']:7} reward {s['reward']:+.0f} {s['status']:8}"

@@ -242,31 +242,17 @@ def status_dict(job: SignalJob | None, store: Store, starting: bool = False) -> 
     unknown (None)."""
     if job is None and not starting:
         return {"enabled": False}
-    if job is None:
-        return {
-            "enabled": True,
-            "starting": True,
-            "judge": None,
-            "mode": None,
-            "running": False,
-            "runs": 0,
-            "processed": 0,
-            "failed": 0,
-            "pending": None,
-            "last_run_at": None,
-            "last_error": None,
-        }
-    st = job.status
+    st = job.status if job else JobStatus()  # starting: nothing has run yet
     return {
         "enabled": True,
-        "starting": False,
-        "judge": job.scorer.model,
-        "mode": job.scorer.mode,
+        "starting": job is None,
+        "judge": job.scorer.model if job else None,
+        "mode": job.scorer.mode if job else None,
         "running": st.running,
         "runs": st.runs,
         "processed": st.processed,
         "failed": st.failed,
-        "pending": len(job.pending(1000, store)),
+        "pending": len(job.pending(1000, store)) if job else None,
         "last_run_at": st.last_run_at,
         "last_error": st.last_error,
     }

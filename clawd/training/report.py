@@ -16,6 +16,11 @@ from pathlib import Path
 from typing import Any
 
 
+def phase_times(seconds: dict[str, float]) -> str:
+    """A run's ``seconds`` per phase as one line: "load 24 s, score 14 s, ..., gate 166 s"."""
+    return ", ".join(f"{phase} {s:.0f} s" for phase, s in seconds.items())
+
+
 def write_report(folder: Path, report: dict[str, Any]) -> tuple[Path, Path]:
     """Write ``report.json`` and ``report.png`` into ``folder``."""
     folder.mkdir(parents=True, exist_ok=True)

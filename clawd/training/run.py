@@ -191,7 +191,7 @@ def _train(
     settings: Settings,
 ) -> dict[str, Any]:
     from adapters import gate
-    from clawd.training.report import write_report
+    from clawd.training.report import phase_times, write_report
 
     digest = sha256_file(model_path)
     current = registry.active(store)
@@ -280,9 +280,11 @@ def _train(
             " finished_at = ? WHERE id = ?",
             (version, str(final / "report.json"), time.time(), run_id),
         )
-    took = ", ".join(f"{phase} {s:.0f} s" for phase, s in seconds.items())
     store.event(
-        "train", f"run {run_id} made adapter {version} ({took})", run_id=run_id, version=version
+        "train",
+        f"run {run_id} made adapter {version} ({phase_times(seconds)})",
+        run_id=run_id,
+        version=version,
     )
     return {
         "run_id": run_id,
