@@ -16,7 +16,8 @@ import typer
 from rich.table import Table
 
 from clawd import __version__
-from clawd.cli.learn import adapters_app, signals_app, train_cmd
+from clawd.cli.adapters import adapters_app
+from clawd.cli.learn import signals_app, train_cmd
 from clawd.cli.util import err, fail, out
 from clawd.config import (
     ConfigError,

@@ -20,14 +20,11 @@ import threading
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi import Path as PathParam
-from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
-from starlette.exceptions import HTTPException
 
 from adapters import promote, registry
 from adapters.registry import AdapterError
@@ -37,7 +34,8 @@ from clawd.models import resolve, sha256_file
 from clawd.scheduler import Jobs, TrainerNotStarted, training_status
 from clawd.serving.chat import router as chat_router
 from clawd.serving.engine import Engine, EngineError
-from clawd.serving.protocol import ApiError, ConversationUpdate, FeedbackRequest, error_body
+from clawd.serving.errors import BodyLimit, install_errors
+from clawd.serving.protocol import ApiError, ConversationUpdate, FeedbackRequest
 from clawd.signals import review
 from clawd.signals.job import feedback_signal, status_dict
 from clawd.signals.rules import LEARNABLE_KINDS, nothing_to_learn
@@ -126,92 +124,6 @@ class Daemon:
         return self.engine
 
 
-def _field(loc: tuple[Any, ...]) -> str:
-    return ".".join(str(p) for p in loc if p != "body")
-
-
-def _install_errors(app: FastAPI) -> None:
-    @app.exception_handler(ApiError)
-    async def api_error(_: Request, exc: ApiError) -> JSONResponse:
-        return JSONResponse(exc.body, status_code=exc.status)
-
-    @app.exception_handler(record.NotFound)
-    async def not_found(_: Request, exc: record.NotFound) -> JSONResponse:
-        return JSONResponse(error_body(str(exc), "not_found_error", "unknown_id"), 404)
-
-    @app.exception_handler(RequestValidationError)
-    async def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
-        err = exc.errors()[0]
-        if err.get("type") == "json_invalid":
-            msg = f"the body is not valid JSON: {err.get('ctx', {}).get('error', err['msg'])}"
-            return JSONResponse(error_body(msg, "invalid_request_error", "invalid_json"), 400)
-        name = _field(err["loc"]) or "body"
-        msg = f"{name}: {err['msg']}"
-        if name == "body":
-            msg = "the body must be a JSON object (with Content-Type: application/json)"
-        return JSONResponse(error_body(msg, "invalid_request_error", "invalid_value", name), 400)
-
-    @app.exception_handler(HTTPException)
-    async def http_error(_: Request, exc: HTTPException) -> JSONResponse:
-        kind = "not_found_error" if exc.status_code == 404 else "invalid_request_error"
-        return JSONResponse(
-            error_body(str(exc.detail), kind),
-            exc.status_code,
-            headers=getattr(exc, "headers", None),
-        )
-
-    @app.exception_handler(Exception)
-    async def internal(_: Request, exc: Exception) -> JSONResponse:
-        log.exception("internal error")
-        return JSONResponse(error_body(f"internal error: {exc}", "server_error"), 500)
-
-
-MAX_BODY_BYTES = 8 * 2**20  # a request body larger than this is refused with 413
-
-
-class BodyLimit:
-    """ASGI middleware: refuse request bodies over ``limit`` bytes (413, OpenAI-shaped) before
-    any of it is parsed, whether the client declares a Content-Length or streams chunks."""
-
-    def __init__(self, app: Any, limit: int = MAX_BODY_BYTES) -> None:
-        self.app, self.limit = app, limit
-
-    async def _refuse(self, scope: Any, receive: Any, send: Any) -> None:
-        body = error_body(
-            f"the request body is larger than {self.limit // 2**20} MiB",
-            "invalid_request_error",
-            "body_too_large",
-        )
-        await JSONResponse(body, status_code=413)(scope, receive, send)
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS"):
-            await self.app(scope, receive, send)
-            return
-        declared = dict(scope["headers"]).get(b"content-length")
-        if declared is not None and (not declared.isdigit() or int(declared) > self.limit):
-            await self._refuse(scope, receive, send)
-            return
-        chunks, size = [], 0
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":  # the client went away
-                return
-            chunks.append(message.get("body", b""))
-            size += len(chunks[-1])
-            if size > self.limit:
-                await self._refuse(scope, receive, send)
-                return
-            if not message.get("more_body"):
-                break
-        replay = [{"type": "http.request", "body": b"".join(chunks), "more_body": False}]
-
-        async def replayed() -> Any:  # the body once, then the real stream (disconnects)
-            return replay.pop() if replay else await receive()
-
-        await self.app(scope, replayed, send)
-
-
 def create_app(daemon: Daemon) -> FastAPI:
 
     @contextlib.asynccontextmanager
@@ -231,7 +143,7 @@ def create_app(daemon: Daemon) -> FastAPI:
     )
     app.state.daemon = daemon
     app.add_middleware(BodyLimit)
-    _install_errors(app)
+    install_errors(app)
 
     async def authorize(request: Request) -> Daemon:
         header = request.headers.get("authorization", "")
