@@ -58,6 +58,9 @@ def start_daemon(
     """Start ``clawd serve`` on ``model`` with ``CLAWD_HOME=home``; waits until it is healthy.
 
     ``settings`` are extra CLAWD_* variables; the signals job is off unless they switch it on.
+    The trainer runs at the daemon's own priority (``train_niceness`` 0): tests and benches
+    measure what training does, and on a machine busy with other work a niced trainer waits
+    behind all of it, by design.
     """
     port = free_port()
     home.mkdir(parents=True, exist_ok=True)
@@ -67,6 +70,7 @@ def start_daemon(
         CLAWD_N_CTX=str(n_ctx),
         CLAWD_N_THREADS="2",
         CLAWD_SIGNALS_INTERVAL_S="0",
+        CLAWD_TRAIN_NICENESS="0",
     )
     env.update(settings or {})
     log = home / "daemon.log"

@@ -1,9 +1,9 @@
 """A real single-node Ray cluster on loopback, for the tests and the Ray benchmark.
 
 ``start_cluster()`` runs ``ray start --head --block`` on 127.0.0.1 with its own temp folder and
-worker cache, waits until a driver can connect (directly and through Ray Client), and returns
-the address; ``stop()`` ends the
-head and every Ray process it started (its process group).
+worker cache, waits until a driver can connect (directly and through Ray Client) and sees the
+head's CPUs, and returns the address; ``stop()`` ends the head and every Ray process it started
+(its process group).
 
 Run alone to start one and keep it until Ctrl+C (then point ``ray_address`` at it)::
 
@@ -62,7 +62,7 @@ class Cluster:
 
 
 def start_cluster(
-    num_cpus: int = 2, cache: Path | None = None, object_store_mb: int = 256, timeout: float = 120
+    num_cpus: int = 2, cache: Path | None = None, object_store_mb: int = 256, timeout: float = 180
 ) -> Cluster:
     """Start the head; ``cache`` becomes the workers' CLAWD_WORKER_CACHE."""
     temp = Path(tempfile.mkdtemp(prefix="ray", dir="/tmp"))  # short: Ray's sockets live here
@@ -99,11 +99,45 @@ def start_cluster(
             raise RuntimeError(f"ray start exited with {proc.returncode}: {log.read_text()}")
         # the GCS comes up first, Ray Client's server after it: a ray:// driver needs both
         if _listening(port) and _listening(client_port):
-            time.sleep(2.0)  # give the raylet a moment to register
-            return Cluster(address, f"ray://127.0.0.1:{client_port}", proc, temp, cache, log)
+            break
         time.sleep(0.3)
-    proc.kill()
-    raise RuntimeError(f"Ray head not up after {timeout}s: {log.read_text()}")
+    else:
+        proc.kill()
+        raise RuntimeError(f"Ray head not up after {timeout}s: {log.read_text()}")
+    cluster = Cluster(address, f"ray://127.0.0.1:{client_port}", proc, temp, cache, log)
+    # and the raylet must have registered its CPUs, or a driver sees an empty cluster
+    left = max(deadline - time.monotonic(), 10.0)
+    if not _registered(address, num_cpus, left):
+        text = log.read_text()
+        cluster.stop()
+        raise RuntimeError(f"Ray head showed no {num_cpus} CPUs within {left:.0f}s: {text}")
+    return cluster
+
+
+_WAIT_FOR_CPUS = """
+import sys, time, ray
+ray.init(address=sys.argv[1], logging_level="ERROR", log_to_driver=False)
+deadline = time.monotonic() + float(sys.argv[3])
+while ray.cluster_resources().get("CPU", 0) < float(sys.argv[2]):
+    if time.monotonic() > deadline:
+        sys.exit(1)
+    time.sleep(0.2)
+"""
+
+
+def _registered(address: str, num_cpus: int, timeout: float) -> bool:
+    """Whether a driver connecting to ``address`` sees ``num_cpus`` CPUs within ``timeout``
+    seconds (in a child process, so this process never becomes a Ray driver)."""
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", _WAIT_FOR_CPUS, address, str(num_cpus), str(timeout)],
+            env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0"},
+            capture_output=True,
+            timeout=timeout + 60,  # the driver's own start, on a busy machine
+        )
+    except subprocess.TimeoutExpired:
+        return False
+    return done.returncode == 0
 
 
 def _listening(port: int) -> bool:

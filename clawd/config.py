@@ -155,6 +155,13 @@ class Settings(BaseSettings):
     )
     train_lr: float = Field(2e-4, gt=0, lt=1, description="LoRA learning rate.")
     train_epochs: int = Field(2, ge=1, le=100, description="Passes over the samples per run.")
+    train_niceness: int = Field(
+        10,
+        ge=0,
+        le=19,
+        description="How far the training process yields the CPU to your other work (Unix "
+        "nice, 0-19; 0 trains at the daemon's own priority).",
+    )
     train_kl_coef: float = Field(
         0.05,
         ge=0,

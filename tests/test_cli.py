@@ -69,6 +69,15 @@ def test_errors_are_one_line_not_a_traceback(home: Path) -> None:
     assert result.exit_code == 1 and "port" in result.output
 
 
+def test_a_long_error_stays_on_one_line(home: Path) -> None:
+    """An error wider than the terminal is not wrapped (a path or id in it is copied whole)."""
+    name = "a-model-name-much-longer-than-any-terminal-is-wide-" * 3
+    result = runner.invoke(app, ["models", "use", name])
+    assert result.exit_code == 1
+    (line,) = [x for x in result.output.splitlines() if x.strip()]
+    assert line.startswith("error: ") and f"'{name}'" in line
+
+
 def test_the_console_script_runs(home: Path) -> None:
     exe = Path(sys.executable).parent / "clawd"
     out = subprocess.run([str(exe), "--version"], capture_output=True, text=True, check=True)

@@ -15,8 +15,9 @@ from clawd.config import clawd_home, load_settings
 if TYPE_CHECKING:
     from clawd.store.db import Store
 
-out = Console()
-err = Console(stderr=True)
+# soft_wrap: a line longer than the terminal stays one line (a path or an error is copied whole)
+out = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
 
 
 def fail(message: str, code: int = 1) -> typer.Exit:

@@ -311,8 +311,10 @@ def _inherited_kl_coef(current: dict[str, Any] | None, cfg: TrainConfig) -> floa
 def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     private_state()
-    with contextlib.suppress(OSError):
-        os.nice(10)  # the user's foreground work comes first
+    home = clawd_home()
+    settings = load_settings(home)  # the daemon that starts this has checked them
+    with contextlib.suppress(OSError):  # not raising it is no reason to refuse the run
+        os.nice(settings.train_niceness)  # the user's foreground work comes first
     trigger = sys.argv[1] if len(sys.argv) > 1 else "manual"
 
     def cancel(signum: int, frame: Any) -> None:
@@ -321,6 +323,8 @@ def main() -> None:
     signal.signal(signal.SIGTERM, cancel)  # recorded as cancelled; a Ray run is cancelled too
     try:
         summary = run(
+            home,
+            settings,
             trigger=trigger,
             progress=lambda s, n, m: log.info(
                 "step %d/%d loss %.4f adv %.4f clip %.2f",
