@@ -159,8 +159,8 @@ class Settings(BaseSettings):
         10,
         ge=0,
         le=19,
-        description="How far the training process yields the CPU to your other work (Unix "
-        "nice, 0-19; 0 trains at the daemon's own priority).",
+        description="How far the training process yields the CPU to your other work: Unix "
+        "nice steps below the daemon's priority (0-19; 0 trains at the daemon's own).",
     )
     train_kl_coef: float = Field(
         0.05,
