@@ -19,6 +19,7 @@ from clawd.training import remote
 from clawd.training import run as train
 from tests.test_signals_daemon import wait_for
 from tests.test_train import add_sample, small
+from tests.test_train_daemon import ended_run
 
 pytest.importorskip("ray", reason="the ray extra (./install.sh --dev installs it)")
 
@@ -69,15 +70,6 @@ def _worker_pid(home: Path, c: httpx.Client) -> int:
     return int(said.split("worker pid ")[1].split()[0])
 
 
-def _run(c: httpx.Client) -> dict:
-    return wait_for(
-        lambda: next(
-            (r for r in c.get("/v1/train").json()["runs"] if r["status"] != "running"), None
-        ),
-        timeout=300,
-    )
-
-
 def _chat_works(c: httpx.Client) -> None:
     r = c.post(
         "/v1/chat/completions",
@@ -104,7 +96,7 @@ def test_a_run_through_ray_passes_the_gate_and_serves(
     try:
         with d.client() as c:
             assert c.post("/v1/train").status_code == 202
-            done = _run(c)
+            done = ended_run(c)
             assert done["status"] == "succeeded", done
             version = done["adapter_version"]
             # auto_activate hot-loads it once it passed the gate
@@ -140,7 +132,7 @@ def test_a_killed_ray_worker_changes_nothing_and_the_daemon_answers(
             pid = _worker_pid(home, c)
             wait_for(lambda: c.get("/v1/train").json()["latest_steps"], timeout=180, every=0.2)
             os.kill(pid, signal.SIGKILL)
-            done = _run(c)
+            done = ended_run(c)
             assert done["status"] == "failed" and "Ray" in done["reason"], done
             assert httpx.get(f"{d.url}/health").status_code == 200
             _chat_works(c)
@@ -170,7 +162,7 @@ def test_cancelling_the_trainer_cancels_the_ray_task_through_ray_client(
             trainer = c.post("/v1/train").json()["pid"]
             worker = _worker_pid(home, c)
             os.kill(trainer, signal.SIGTERM)
-            done = _run(c)
+            done = ended_run(c)
             assert (done["status"], done["reason"]) == ("failed", "cancelled")
             wait_for(lambda: worker not in cluster.workers(), timeout=60)
             _chat_works(c)
