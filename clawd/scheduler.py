@@ -35,6 +35,7 @@ from clawd.signals.job import SignalJob
 from clawd.signals.rules import LEARNABLE_KINDS
 from clawd.signals.scorer import make_scorer
 from clawd.store.db import Store
+from clawd.training.config import openmp_env
 
 log = logging.getLogger("clawd.jobs")
 
@@ -124,7 +125,12 @@ class Jobs:
         if self.training:
             return None
         logs = self.home / "logs"
-        env = {**os.environ, "CLAWD_HOME": str(self.home), "CLAWD_MODEL": str(self.model_path)}
+        env = {
+            **os.environ,
+            **openmp_env(os.environ),
+            "CLAWD_HOME": str(self.home),
+            "CLAWD_MODEL": str(self.model_path),
+        }
         try:
             logs.mkdir(parents=True, exist_ok=True)
             with open(logs / f"train-{time.strftime('%Y%m%d-%H%M%S')}.log", "wb") as out:

@@ -15,6 +15,11 @@ import pytest
 
 from clawd.config import clawd_home
 from clawd.models import installed, pull
+from clawd.training.config import openmp_env
+
+# The tests train in this process: its OpenMP threads wait as a trainer's do (set before torch
+# loads). Beside a busy machine the default spinning made these tests 5-8 times slower.
+os.environ.update(openmp_env(os.environ))
 
 # Read before any test points CLAWD_HOME elsewhere.
 USER_HOME = clawd_home()

@@ -18,6 +18,7 @@ from clawd.signals.rules import LEARNABLE_KINDS
 from clawd.store.db import Store
 from clawd.training import ppo
 from clawd.training import run as train
+from clawd.training.config import openmp_env
 from tests.test_export import llama_logprobs
 
 
@@ -265,3 +266,9 @@ def test_a_run_warm_starts_from_the_active_adapter(tiny_qwen3_gguf: Path, home: 
     key = next(k for k in a if "lora_B" in k)
     assert torch.count_nonzero(a[key]) > 0
     assert torch.allclose(a[key], b[key], atol=1e-3) and not torch.equal(a[key], b[key])
+
+
+def test_training_threads_do_not_spin_unless_the_user_says_how() -> None:
+    assert openmp_env({}) == {"GOMP_SPINCOUNT": "1000"}
+    assert openmp_env({"OMP_WAIT_POLICY": "ACTIVE"}) == {}  # the user's choice stands
+    assert openmp_env({"GOMP_SPINCOUNT": "300000"}) == {}

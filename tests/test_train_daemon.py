@@ -36,7 +36,8 @@ def ended_run(c: httpx.Client) -> dict:
 
 
 @pytest.fixture
-def daemon(tiny_qwen3_gguf: Path, tmp_path: Path):
+def daemon(tiny_qwen3_gguf: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.delenv("GOMP_SPINCOUNT", raising=False)  # the daemon gives it to its trainer
     d = start_daemon(tiny_qwen3_gguf, tmp_path / "home", settings=SETTINGS)
     yield d
     d.stop()
@@ -65,6 +66,7 @@ def test_train_through_rest_makes_a_candidate(daemon) -> None:
         trainer = psutil.Process(r.json()["pid"])
         # it lowers its own priority, to the setting, as soon as it starts
         wait_for(lambda: trainer.nice() == 1, timeout=120)
+        assert trainer.environ().get("GOMP_SPINCOUNT") == "1000"  # its threads do not spin
         done = ended_run(c)
         assert done["status"] == "succeeded", done
         status = c.get("/v1/train").json()

@@ -216,11 +216,17 @@ def train_cmd(
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
+    from clawd.training.config import openmp_env
+
+    os.environ.update(openmp_env(os.environ))  # before torch loads: how its threads wait
     from clawd.training import run as train
 
     home = clawd_home()
-    if not now:
+    try:
         settings = load_settings(home)
+    except ConfigError as exc:
+        raise fail(str(exc)) from None
+    if not now:
         with open_store() as store:
             runs = list(store.db["training_runs"].rows_where(order_by="id desc", limit=10))
             waiting, learnable = store.waiting_samples(LEARNABLE_KINDS[settings.train_method])
@@ -244,8 +250,8 @@ def train_cmd(
             "while `clawd serve` runs; `clawd train --now` trains immediately"
         )
         return
-    with contextlib.suppress(OSError):
-        os.nice(10)
+    with contextlib.suppress(OSError):  # as the daemon's trainer: foreground work comes first
+        os.nice(settings.train_niceness)
     judge_waiting(home)
     columns = (
         TextColumn("[bold]training"),
@@ -261,7 +267,7 @@ def train_cmd(
             bar.update(task, completed=step, total=total, info=info)
 
         try:
-            summary = train.run(home, progress=progress, trigger="cli")
+            summary = train.run(home, settings, progress=progress, trigger="cli")
         except train.NothingToTrain as exc:
             out.print(f"{exc} (see `clawd signals list`)")
             return

@@ -10,9 +10,27 @@ Run alone to print the run settings the effective configuration gives::
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
 from clawd.config import Settings, load_settings
+
+# libgomp (torch's OpenMP on Linux) lets a thread spin at each barrier before it sleeps. Beside
+# other busy processes a spinning thread holds a core that the thread it waits for needs. With
+# 1,000 spins a training test beside one busy loop per core took 72-75 s instead of 183-197 s,
+# and 41-42 s instead of 40 s on the idle machine; OMP_WAIT_POLICY=PASSIVE (no spinning) took
+# 75-81 s busy but 52 s idle (bench/busy.py; docs/benchmarks.md, "The test suite beside a busy
+# machine").
+OPENMP_ENV = {"GOMP_SPINCOUNT": "1000"}
+
+
+def openmp_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """The OpenMP settings a training process starts with, unless ``environ`` already says how
+    OpenMP threads wait (``OMP_WAIT_POLICY`` or ``GOMP_SPINCOUNT``). They take effect only in a
+    process that has not yet imported torch."""
+    if "OMP_WAIT_POLICY" in environ or "GOMP_SPINCOUNT" in environ:
+        return {}
+    return dict(OPENMP_ENV)
 
 
 @dataclass

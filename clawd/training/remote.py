@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from clawd.config import Settings
+from clawd.training.config import openmp_env
 from clawd.training.update import Cancelled, OnStep, TrainingError, UpdateInputs
 
 CHUNK = 64 << 20  # bytes per object-store piece of a shipped model
@@ -73,7 +74,11 @@ def connect(settings: Settings) -> Any:
     try:
         ray.init(
             address=settings.ray_address,
-            runtime_env={"py_modules": code, "excludes": ["__pycache__", "*.pyc"]},
+            runtime_env={
+                "py_modules": code,
+                "excludes": ["__pycache__", "*.pyc"],
+                "env_vars": openmp_env(os.environ),  # the workers start after this
+            },
             logging_level="WARNING",
             log_to_driver=True,
         )
