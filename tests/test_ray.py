@@ -9,6 +9,7 @@ import signal
 from pathlib import Path
 
 import httpx
+import psutil
 import pytest
 
 from bench.daemon import start_daemon
@@ -26,7 +27,9 @@ pytest.importorskip("ray", reason="the ray extra (./install.sh --dev installs it
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory):
-    c = start_cluster(num_cpus=2, cache=tmp_path_factory.mktemp("ray-worker-cache"))
+    with pytest.MonkeyPatch.context() as mp:  # the workers' OpenMP setting comes from the run
+        mp.delenv("GOMP_SPINCOUNT", raising=False)
+        c = start_cluster(num_cpus=2, cache=tmp_path_factory.mktemp("ray-worker-cache"))
     yield c
     c.stop()
 
@@ -130,6 +133,7 @@ def test_a_killed_ray_worker_changes_nothing_and_the_daemon_answers(
         with d.client() as c:
             assert c.post("/v1/train").status_code == 202
             pid = _worker_pid(home, c)
+            assert psutil.Process(pid).environ().get("GOMP_SPINCOUNT") == "1000"  # no spinning
             wait_for(lambda: c.get("/v1/train").json()["latest_steps"], timeout=180, every=0.2)
             os.kill(pid, signal.SIGKILL)
             done = ended_run(c)

@@ -18,7 +18,7 @@ from clawd.signals.rules import LEARNABLE_KINDS
 from clawd.store.db import Store
 from clawd.training import ppo
 from clawd.training import run as train
-from clawd.training.config import openmp_env
+from clawd.training.config import openmp_env, openmp_wait
 from tests.test_export import llama_logprobs
 
 
@@ -272,3 +272,7 @@ def test_training_threads_do_not_spin_unless_the_user_says_how() -> None:
     assert openmp_env({}) == {"GOMP_SPINCOUNT": "1000"}
     assert openmp_env({"OMP_WAIT_POLICY": "ACTIVE"}) == {}  # the user's choice stands
     assert openmp_env({"GOMP_SPINCOUNT": "300000"}) == {}
+    # a Ray worker is told what the trainer has, or clawd's setting where it has nothing
+    passive = {"OMP_WAIT_POLICY": "PASSIVE"}
+    assert openmp_wait({**passive, "PATH": "/bin"}) == passive
+    assert openmp_wait({}) == {"GOMP_SPINCOUNT": "1000"}

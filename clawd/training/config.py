@@ -22,15 +22,22 @@ from clawd.config import Settings, load_settings
 # 75-81 s busy but 52 s idle (bench/busy.py; docs/benchmarks.md, "The test suite beside a busy
 # machine").
 OPENMP_ENV = {"GOMP_SPINCOUNT": "1000"}
+OPENMP_WAIT = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")  # the user's own say in it
 
 
 def openmp_env(environ: Mapping[str, str]) -> dict[str, str]:
     """The OpenMP settings a training process starts with, unless ``environ`` already says how
     OpenMP threads wait (``OMP_WAIT_POLICY`` or ``GOMP_SPINCOUNT``). They take effect only in a
     process that has not yet imported torch."""
-    if "OMP_WAIT_POLICY" in environ or "GOMP_SPINCOUNT" in environ:
+    if any(name in environ for name in OPENMP_WAIT):
         return {}
     return dict(OPENMP_ENV)
+
+
+def openmp_wait(environ: Mapping[str, str]) -> dict[str, str]:
+    """How ``environ``'s OpenMP threads wait, clawd's setting where it says nothing: what a
+    process started elsewhere (a Ray worker) needs to wait as this one does."""
+    return {k: environ[k] for k in OPENMP_WAIT if k in environ} or dict(OPENMP_ENV)
 
 
 @dataclass

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from clawd.config import Settings
-from clawd.training.config import openmp_env
+from clawd.training.config import openmp_wait
 from clawd.training.update import Cancelled, OnStep, TrainingError, UpdateInputs
 
 CHUNK = 64 << 20  # bytes per object-store piece of a shipped model
@@ -77,7 +77,7 @@ def connect(settings: Settings) -> Any:
             runtime_env={
                 "py_modules": code,
                 "excludes": ["__pycache__", "*.pyc"],
-                "env_vars": openmp_env(os.environ),  # the workers start after this
+                "env_vars": openmp_wait(os.environ),  # the workers wait as this process does
             },
             logging_level="WARNING",
             log_to_driver=True,
