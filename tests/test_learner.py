@@ -106,7 +106,7 @@ def test_hindsight_adds_the_hinted_models_own_answer(tiny_qwen3_gguf: Path, home
     # Random weights: no answer relates to any question, so the relevance filter is off here
     # (tests/test_ppo.py measures relevance on SmolLM2).
     off = {"hindsight_relevance": 0.0, "hindsight_min_relevance": -99.0}
-    cfg = small(epochs=1, hindsight=True, hindsight_max_tokens=12, **off)
+    cfg = small(epochs=1, hindsight=True, hindsight_max_tokens=12, hindsight_candidates=3, **off)
     assert cfg.method == "hindsight"
     summary = train.run(home, settings_for(tiny_qwen3_gguf), cfg=cfg)
     report = json.loads((Path(summary["path"]) / "report.json").read_text())
@@ -118,6 +118,11 @@ def test_hindsight_adds_the_hinted_models_own_answer(tiny_qwen3_gguf: Path, home
     assert sum(written[0]["opd_advantage"]) > 0
     [seen] = report["hindsight_answers"]
     assert seen["kept"] is True and set(seen) >= {"relevance_served", "relevance_hindsight"}
+    # Of up to 3 answers (greedy and 2 sampled) the one that trained is the one measured: its
+    # mean OPD advantage is its hint gain.
+    assert 1 <= seen["fit"] <= seen["candidates"] <= 3 and seen["echo"] <= cfg.hindsight_max_echo
+    advantage = written[0]["opd_advantage"]
+    assert abs(sum(advantage) / len(advantage) - seen["hint_gain"]) < 1e-2
 
 
 @pytest.mark.slow

@@ -1,12 +1,13 @@
 """The update's pieces that need a real model: how much an answer belongs to its question
-(``ppo.relevance``), which decides whether a hindsight answer trains."""
+(``ppo.relevance``, ``ppo.hint_gain``) and whether it copies (``ppo.echo_share``): what decides
+which hindsight answer trains."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from adapters.gate import general_prompts
-from clawd.chattemplate import ChatTemplate
+from clawd.chattemplate import ChatTemplate, teacher_messages
 from clawd.training import ppo, torchmodel
 from clawd.training.config import TrainConfig
 
@@ -41,3 +42,61 @@ def test_relevance_tells_an_answer_from_one_that_fits_any_question(
     assert generic < floor and deflect < floor
     assert generic < 0.25 * specific and deflect < advice
     assert ppo.relevance(model, [1, 2], [], references) == 0.0
+
+
+def test_echo_share_tells_a_copied_question_or_hint_from_an_answer() -> None:
+    source = list(range(100, 130))  # the question with the hint, as tokens
+    assert ppo.echo_share(source[3:15], source) == 1.0  # copied out
+    assert ppo.echo_share([1, 2, 3, 4, 5, 6, 7, 8], source) == 0.0  # its own words
+    # An answer that ends by repeating 4 tokens of the question: 4 of its 12 tokens.
+    assert ppo.echo_share([1, 2, 3, 4, 5, 6, 7, 8, *source[:4]], source) == 4 / 12
+    assert ppo.echo_share([1, 2, *source[:3], 9], source) == 0.0  # runs under 4 tokens
+    assert ppo.echo_share([100, 101], source) == 0.0  # shorter than a run
+
+
+def test_hint_gain_is_largest_for_the_answer_that_follows_the_hint(
+    smollm2_gguf: Path, torch_cache: Path
+) -> None:
+    model, tok = torchmodel.load(smollm2_gguf, torch_cache)
+    template = ChatTemplate.from_gguf(smollm2_gguf)
+
+    def tokens(text: str) -> list[int]:
+        return tok(text, add_special_tokens=False)["input_ids"]
+
+    end = tokens("<|im_end|>")
+    question = [{"role": "user", "content": "What is the capital of Australia?"}]
+    plain = tokens(template.render(question))
+
+    def gain(hint: str, answer: str) -> float:
+        hinted = tokens(template.render(teacher_messages(question, hint)))
+        return ppo.hint_gain(model, hinted, plain, tokens(answer) + end)
+
+    name = "Address the user by their name, Sam."
+    ask = "End every answer with a question back to the user."
+    plain_answer = "The capital of Australia is Canberra."
+    assert gain(name, "Sam, the capital of Australia is Canberra.") > gain(name, plain_answer)
+    asked = "The capital of Australia is Canberra. Have you been there?"
+    assert gain(ask, asked) > gain(ask, plain_answer)
+    assert ppo.hint_gain(model, plain, plain, []) == 0.0
+
+
+def test_hint_block_is_what_the_hint_put_into_the_prompt(
+    smollm2_gguf: Path, torch_cache: Path
+) -> None:
+    assert ppo.hint_block([1, 2, 7, 8, 3], [1, 2, 3]) == [7, 8]
+    assert ppo.hint_block([1, 2, 3], [1, 2, 3]) == []
+    _, tok = torchmodel.load(smollm2_gguf, torch_cache)
+    template = ChatTemplate.from_gguf(smollm2_gguf)
+    question = [{"role": "user", "content": "What is the capital of Australia?"}]
+    plain = tok(template.render(question), add_special_tokens=False)["input_ids"]
+    hint = "End every answer with a question back to the user."
+    for placement in ("user", "system"):
+        msgs = teacher_messages(question, hint, placement)
+        hinted = tok(template.render(msgs), add_special_tokens=False)["input_ids"]
+        block = tok.decode(ppo.hint_block(hinted, plain))
+        assert hint in block and "Australia" not in block
+        # An answer that writes the hint out quotes it; one in its own words does not.
+        quoted = tok(f"Canberra. {hint}", add_special_tokens=False)["input_ids"]
+        own = tok("Canberra. Have you been there?", add_special_tokens=False)["input_ids"]
+        assert ppo.echo_share(quoted, ppo.hint_block(hinted, plain)) > 0.5
+        assert ppo.echo_share(own, ppo.hint_block(hinted, plain)) == 0.0

@@ -1,16 +1,17 @@
 """The update itself: LoRA on the policy, scoring with the pre-update weights, PPO steps.
 
-``hindsight_examples`` lets the model with the hint in context write its own answer for each
+``hindsight_examples`` lets the model with the hint in context write its own answers for each
 hinted sample (a behaviour the plain model never produces cannot be taught from its own
-tokens), and keeps it only if it still answers the question (``relevance``: a small model told
-"call me Sam" often stops answering and writes "I'm here to help, what can I do?", which
-distilled into the student collapses every answer into that). ``score_examples`` fills each
-example's ``old_lp`` (plain context) and ``teacher_lp`` (the hint in context), and ``ref_lp``
-(the base model, when the KL penalty is on), without gradient. ``train_steps`` then runs PPO
-epochs on ``clawd.training.losses``: token advantages with a centred reward, the clipped
-surrogate over a constant normaliser, a k3 KL-to-base penalty whose coefficient adapts step by
-step, and a trust region: the update stops once its KL to the pre-update weights passes
-``target_kl``. It raises on a non-finite loss or gradient.
+tokens), keeps those that still answer the question (``relevance``: a small model told "call
+me Sam" often stops answering and writes "I'm here to help, what can I do?", which distilled
+into the student collapses every answer into that) and do not copy the question or the hint
+out (``echo_share``), and trains on the one the hint explains best (``hint_gain``).
+``score_examples`` fills each example's ``old_lp`` (plain context) and ``teacher_lp`` (the hint
+in context), and ``ref_lp`` (the base model, when the KL penalty is on), without gradient.
+``train_steps`` then runs PPO epochs on ``clawd.training.losses``: token advantages with a
+centred reward, the clipped surrogate over a constant normaliser, a k3 KL-to-base penalty whose
+coefficient adapts step by step, and a trust region: the update stops once its KL to the
+pre-update weights passes ``target_kl``. It raises on a non-finite loss or gradient.
 
 Run alone: see ``clawd.training.run`` (this module has no state of its own).
 """
@@ -104,6 +105,82 @@ def relevance(
     return own - sum(others) / len(others)
 
 
+def echo_share(answer: list[int], source: list[int], n: int = 4) -> float:
+    """The share of ``answer``'s tokens that lie in a run of ``n`` or more tokens also found in
+    ``source`` (the question with the hint): near 1 for an answer that copies the question or
+    the hint out ("End every answer with a question back to the user."), near 0 for one in its
+    own words. ``relevance`` cannot tell an echo from an answer: an echo of the question is as
+    likely after it as an answer can be."""
+    if len(answer) < n:
+        return 0.0
+    grams = {tuple(source[i : i + n]) for i in range(len(source) - n + 1)}
+    covered = [False] * len(answer)
+    for i in range(len(answer) - n + 1):
+        if tuple(answer[i : i + n]) in grams:
+            covered[i : i + n] = [True] * n
+    return sum(covered) / len(answer)
+
+
+@torch.inference_mode()
+def hint_gain(model: Any, teacher_prompt: list[int], prompt: list[int], answer: list[int]) -> float:
+    """How much the hint explains ``answer``, per token:
+
+        mean_t log p(a_t | prompt with the hint, a_<t)  -  mean_t log p(a_t | prompt, a_<t),
+
+    in nats. Of the answers the hinted model writes, the one that follows the hint (ends with a
+    question, uses the name) gains most; one it would have written anyway gains about 0."""
+    if not answer:
+        return 0.0
+    hinted, plain = _mean_logprobs(model, [teacher_prompt, prompt], answer)
+    return hinted - plain
+
+
+def hint_block(teacher_prompt: list[int], prompt: list[int]) -> list[int]:
+    """The tokens the hint put into the prompt: what lies between the two prompts' common start
+    and common end (the hint with its header, in the user message or the system message)."""
+    start = 0
+    while start < min(len(prompt), len(teacher_prompt)) and prompt[start] == teacher_prompt[start]:
+        start += 1
+    end = 0
+    while end < min(len(prompt), len(teacher_prompt)) - start and (
+        prompt[-1 - end] == teacher_prompt[-1 - end]
+    ):
+        end += 1
+    return teacher_prompt[start : len(teacher_prompt) - end]
+
+
+def _write(model: Any, prompt: list[int], cfg: TrainConfig, eos: list[int]) -> list[list[int]]:
+    """The hinted model's answers: the greedy one, then ``cfg.hindsight_candidates - 1`` sampled
+    at ``cfg.hindsight_temperature`` in one batch; each cut after its end-of-turn token."""
+    ids = torch.tensor([prompt], device=next(model.parameters()).device)
+    common = {
+        "attention_mask": torch.ones_like(ids),
+        "max_new_tokens": cfg.hindsight_max_tokens,
+        "eos_token_id": eos or None,
+        "pad_token_id": eos[0] if eos else 0,
+    }
+    rows = list(model.generate(input_ids=ids, do_sample=False, **common))
+    if cfg.hindsight_candidates > 1:
+        k = cfg.hindsight_candidates - 1
+        common["attention_mask"] = common["attention_mask"].expand(k, -1)
+        rows += list(
+            model.generate(
+                input_ids=ids.expand(k, -1),
+                do_sample=True,
+                temperature=cfg.hindsight_temperature,
+                top_p=0.95,
+                top_k=0,
+                **common,
+            )
+        )
+    out = []
+    for row in rows:
+        answer = row[ids.shape[1] :].tolist()
+        ends = [i for i, t in enumerate(answer) if t in eos]
+        out.append(answer[: ends[0] + 1] if ends else answer)
+    return out
+
+
 @torch.inference_mode()
 def hindsight_examples(
     model: Any,
@@ -112,46 +189,55 @@ def hindsight_examples(
     eos: list[int],
     references: list[list[int]],
 ) -> tuple[list[Example], list[dict[str, Any]]]:
-    """For each hinted example, the answer the model writes with the hint in context (greedy,
-    ended by an end-of-turn token or ``cfg.hindsight_max_tokens``) as a new OPD-only example:
-    the student learns, token by token and inside the same clipping, toward what it would
-    have said had it known the hint.
+    """For each hinted example, an answer the model writes with the hint in context, as a new
+    OPD-only example: the student learns, token by token and inside the same clipping, toward
+    what it would have said had it known the hint.
 
-    An answer is kept only if its ``relevance`` to the question (measured without the hint,
+    The model writes ``cfg.hindsight_candidates`` answers (greedy, then sampled: a small model
+    often follows a hint in one answer of several and not in its greedy one). An answer may
+    train only if it still answers the question: its ``relevance`` (measured without the hint,
     where the student will say it) is at least ``cfg.hindsight_relevance`` of the served
-    answer's and at least ``cfg.hindsight_min_relevance``: the floor matters once the served
-    answers themselves have drifted off the question. Returns the kept examples and, for every
-    hinted example, what was measured and whether it was kept."""
+    answer's and at least ``cfg.hindsight_min_relevance`` (the floor matters once the served
+    answers have drifted off the question); it does not mostly copy out the question or the hint
+    (``echo_share`` at most ``cfg.hindsight_max_echo``); and it quotes no run of 4 tokens of the
+    hint (``hint_block``): a small model often writes "[user's hint / instruction]" or the hint
+    itself into its answer, and the student would learn to print instructions. Of those, the one
+    with the largest ``hint_gain`` trains. Returns the new examples and, for every hinted
+    example, what was measured and whether an answer was kept."""
     model.eval()
     out, seen = [], []
     for ex in examples:
         if not ex.hint:
             continue
-        ids = torch.tensor([ex.teacher_prompt_ids], device=next(model.parameters()).device)
-        gen = model.generate(
-            input_ids=ids,
-            attention_mask=torch.ones_like(ids),
-            max_new_tokens=cfg.hindsight_max_tokens,
-            do_sample=False,
-            eos_token_id=eos or None,
-            pad_token_id=eos[0] if eos else 0,
-        )
-        answer = gen[0, ids.shape[1] :].tolist()
-        if eos:
-            for i, t in enumerate(answer):
-                if t in eos:
-                    answer = answer[: i + 1]
-                    break
-        if not answer or answer == ex.response_ids:
+        answers = []
+        for a in _write(model, ex.teacher_prompt_ids, cfg, eos):
+            if a and a != ex.response_ids and a not in answers:
+                answers.append(a)
+        if not answers:
             continue
         served = relevance(model, ex.prompt_ids, ex.response_ids, references)
-        written = relevance(model, ex.prompt_ids, answer, references)
-        kept = written >= max(served * cfg.hindsight_relevance, cfg.hindsight_min_relevance)
+        floor = max(served * cfg.hindsight_relevance, cfg.hindsight_min_relevance)
+        block = hint_block(ex.teacher_prompt_ids, ex.prompt_ids)
+        measured = []
+        for a in answers:
+            rel = relevance(model, ex.prompt_ids, a, references)
+            echo = echo_share(a, ex.teacher_prompt_ids)
+            quote = echo_share(a, block)
+            gain = hint_gain(model, ex.teacher_prompt_ids, ex.prompt_ids, a)
+            fits = rel >= floor and echo <= cfg.hindsight_max_echo and quote == 0
+            measured.append((fits, gain, rel, echo, quote, a))
+        fit = [m for m in measured if m[0]]
+        kept, gain, rel, echo, quote, answer = max(fit or measured, key=lambda m: (m[1], m[2]))
         seen.append(
             {
                 "sample_id": ex.sample_id,
+                "candidates": len(answers),
+                "fit": len(fit),
                 "relevance_served": round(served, 3),
-                "relevance_hindsight": round(written, 3),
+                "relevance_hindsight": round(rel, 3),
+                "echo": round(echo, 3),
+                "quotes_hint": quote > 0,
+                "hint_gain": round(gain, 3),
                 "kept": kept,
             }
         )
