@@ -4,23 +4,35 @@ which hindsight answer trains."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from adapters.gate import general_prompts
 from clawd.chattemplate import ChatTemplate, teacher_messages
 from clawd.training import ppo, torchmodel
 from clawd.training.config import TrainConfig
 
+Tokens = Callable[[str], list[int]]
 
-def test_relevance_tells_an_answer_from_one_that_fits_any_question(
-    smollm2_gguf: Path, torch_cache: Path
-) -> None:
+
+@pytest.fixture(scope="module")
+def smol(smollm2_gguf: Path, torch_cache: Path) -> tuple[Any, ChatTemplate, Tokens]:
+    """SmolLM2 in torch, its chat template and its tokenizer as a function."""
     model, tok = torchmodel.load(smollm2_gguf, torch_cache)
-    template = ChatTemplate.from_gguf(smollm2_gguf)
 
     def tokens(text: str) -> list[int]:
         return tok(text, add_special_tokens=False)["input_ids"]
 
+    return model, ChatTemplate.from_gguf(smollm2_gguf), tokens
+
+
+def test_relevance_tells_an_answer_from_one_that_fits_any_question(
+    smol: tuple[Any, ChatTemplate, Tokens],
+) -> None:
+    model, template, tokens = smol
     references = general_prompts(tokens, template.render)[::8]
     end = tokens("<|im_end|>")
 
@@ -55,14 +67,9 @@ def test_echo_share_tells_a_copied_question_or_hint_from_an_answer() -> None:
 
 
 def test_hint_gain_is_largest_for_the_answer_that_follows_the_hint(
-    smollm2_gguf: Path, torch_cache: Path
+    smol: tuple[Any, ChatTemplate, Tokens],
 ) -> None:
-    model, tok = torchmodel.load(smollm2_gguf, torch_cache)
-    template = ChatTemplate.from_gguf(smollm2_gguf)
-
-    def tokens(text: str) -> list[int]:
-        return tok(text, add_special_tokens=False)["input_ids"]
-
+    model, template, tokens = smol
     end = tokens("<|im_end|>")
     question = [{"role": "user", "content": "What is the capital of Australia?"}]
     plain = tokens(template.render(question))
@@ -81,22 +88,26 @@ def test_hint_gain_is_largest_for_the_answer_that_follows_the_hint(
 
 
 def test_hint_block_is_what_the_hint_put_into_the_prompt(
-    smollm2_gguf: Path, torch_cache: Path
+    smol: tuple[Any, ChatTemplate, Tokens],
 ) -> None:
     assert ppo.hint_block([1, 2, 7, 8, 3], [1, 2, 3]) == [7, 8]
     assert ppo.hint_block([1, 2, 3], [1, 2, 3]) == []
-    _, tok = torchmodel.load(smollm2_gguf, torch_cache)
-    template = ChatTemplate.from_gguf(smollm2_gguf)
+    _, template, tokens = smol
     question = [{"role": "user", "content": "What is the capital of Australia?"}]
-    plain = tok(template.render(question), add_special_tokens=False)["input_ids"]
+    plain = tokens(template.render(question))
     hint = "End every answer with a question back to the user."
     for placement in ("user", "system"):
         msgs = teacher_messages(question, hint, placement)
-        hinted = tok(template.render(msgs), add_special_tokens=False)["input_ids"]
-        block = tok.decode(ppo.hint_block(hinted, plain))
-        assert hint in block and "Australia" not in block
+        hinted = tokens(template.render(msgs))
+        block = ppo.hint_block(hinted, plain)
+        assert _contains(block, tokens(hint)[1:-1])  # the hint (its ends may tokenize apart)
+        assert not _contains(block, tokens("Australia"))
         # An answer that writes the hint out quotes it; one in its own words does not.
-        quoted = tok(f"Canberra. {hint}", add_special_tokens=False)["input_ids"]
-        own = tok("Canberra. Have you been there?", add_special_tokens=False)["input_ids"]
-        assert ppo.echo_share(quoted, ppo.hint_block(hinted, plain)) > 0.5
-        assert ppo.echo_share(own, ppo.hint_block(hinted, plain)) == 0.0
+        quoted = tokens(f"Canberra. {hint}")
+        own = tokens("Canberra. Have you been there?")
+        assert ppo.echo_share(quoted, block) > 0.5
+        assert ppo.echo_share(own, block) == 0.0
+
+
+def _contains(seq: list[int], run: list[int]) -> bool:
+    return any(seq[i : i + len(run)] == run for i in range(len(seq) - len(run) + 1))
