@@ -127,8 +127,9 @@ def hint_gain(model: Any, teacher_prompt: list[int], prompt: list[int], answer: 
 
         mean_t log p(a_t | prompt with the hint, a_<t)  -  mean_t log p(a_t | prompt, a_<t),
 
-    in nats. Of the answers the hinted model writes, the one that follows the hint (ends with a
-    question, uses the name) gains most; one it would have written anyway gains about 0."""
+    in nats: about 0 for an answer the model would have written without the hint, more for one
+    that follows it ("Sam, the capital ..." over "The capital ..."). As a choice among sampled
+    answers it did no better than chance on SmolLM2-135M (docs/benchmarks.md)."""
     if not answer:
         return 0.0
     hinted, plain = _mean_logprobs(model, [teacher_prompt, prompt], answer)
