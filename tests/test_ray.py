@@ -53,6 +53,21 @@ def _daemon(gguf: Path, home: Path, cluster: Cluster, client: bool = False, **ex
     return start_daemon(gguf, home, n_ctx=1024, settings=settings)
 
 
+def _run_small(home: Path, settings: Settings) -> dict:
+    return train.run(home, settings, cfg=small())
+
+
+def _train_apart(home: Path, settings: Settings) -> dict:
+    """``train.run`` in a child process, as the daemon's trainer runs it: a Ray driver's core
+    worker ends its process outright (exit 1, nothing printed) when it loses the cluster, and
+    that process must not be pytest. The run's TrainingError comes back as itself."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return pool.submit(_run_small, home, settings).result(timeout=480)
+
+
 def _events(home: Path) -> list[str]:
     with Store.open(home) as store:
         return [e["message"] for e in store.db["events"].rows_where("kind = 'train'")]
@@ -183,14 +198,14 @@ def test_a_model_on_the_workers_shared_disk_is_used_by_path_and_checked(
     on_ray = {"model": str(tiny_qwen3_gguf), "train_backend": "ray", "ray_address": cluster.address}
     missing = Settings(**on_ray, ray_model_path=str(tmp_path / "nowhere.gguf"))
     with pytest.raises(train.TrainingError, match="nowhere.gguf does not exist on Ray worker"):
-        train.run(home, missing, cfg=small())
+        _train_apart(home, missing)
     _nothing_changed(home, ids)
     other = tmp_path / "other.gguf"
     other.write_bytes(tiny_qwen3_gguf.read_bytes()[:-1] + b"x")  # the same size, not the same
     with pytest.raises(train.TrainingError, match="not the model this daemon serves"):
-        train.run(home, Settings(**on_ray, ray_model_path=str(other)), cfg=small())
+        _train_apart(home, Settings(**on_ray, ray_model_path=str(other)))
     shared = Settings(**on_ray, ray_model_path=str(tiny_qwen3_gguf))
-    summary = train.run(home, shared, cfg=small())
+    summary = _train_apart(home, shared)
     assert summary["samples"] == 2
     submitted = [m for m in _events(home) if "submitted" in m]
     assert submitted and "object-store" not in submitted[-1]  # nothing shipped this time
@@ -207,7 +222,7 @@ def test_a_cluster_too_small_fails_clearly_and_leaves_the_samples(
         ray_num_gpus=1,
     )
     with pytest.raises(train.TrainingError, match=r"too small for this run: GPU 0 \(asked 1\)"):
-        train.run(home, settings, cfg=small())
+        _train_apart(home, settings)
     _nothing_changed(home, ids)
 
 
