@@ -58,9 +58,10 @@ def _run_small(home: Path, settings: Settings) -> dict:
 
 
 def _train_apart(home: Path, settings: Settings) -> dict:
-    """``train.run`` in a child process, as the daemon's trainer runs it: a Ray driver's core
-    worker ends its process outright (exit 1, nothing printed) when it loses the cluster, and
-    that process must not be pytest. The run's TrainingError comes back as itself."""
+    """``train.run`` in a child process, as the daemon's trainer runs it: a Ray driver whose core
+    worker loses the cluster can end its own process outright (the likely cause of a CI slow run
+    that stopped here with exit 1 and nothing printed), and that process must not be pytest.
+    The run's TrainingError comes back as itself; a dead child is a BrokenProcessPool."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
