@@ -53,10 +53,6 @@ def _daemon(gguf: Path, home: Path, cluster: Cluster, client: bool = False, **ex
     return start_daemon(gguf, home, n_ctx=1024, settings=settings)
 
 
-def _run_small(home: Path, settings: Settings) -> dict:
-    return train.run(home, settings, cfg=small())
-
-
 def _train_apart(home: Path, settings: Settings) -> dict:
     """``train.run`` in a child process, as the daemon's trainer runs it: a Ray driver whose core
     worker loses the cluster can end its own process outright (the likely cause of a CI slow run
@@ -66,7 +62,7 @@ def _train_apart(home: Path, settings: Settings) -> dict:
     from concurrent.futures import ProcessPoolExecutor
 
     with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
-        return pool.submit(_run_small, home, settings).result(timeout=480)
+        return pool.submit(train.run, home, settings, cfg=small()).result(timeout=480)
 
 
 def _events(home: Path) -> list[str]:
