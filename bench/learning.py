@@ -77,6 +77,12 @@ METHODS: dict[str, dict[str, Any]] = {
         "train_method": "hindsight",
         "oracle": True,
     },
+    "oracle-hindsight-nocheck": {
+        "label": "ORACLE signals, hindsight, teacher check off",
+        "train_method": "hindsight",
+        "oracle": True,
+        "settings": {"CLAWD_TRAIN_TEACHER_CHECK": "false"},
+    },
     "oracle-system": {
         "label": "ORACLE signals, hint as system message",
         "train_method": "combined",
@@ -226,6 +232,9 @@ class Loop:
             "failed_checks": [k for k, ok in (gate.get("checks") or {}).items() if not ok],
             "samples": run["n_samples"],
             "seconds": (row.get("manifest") or {}).get("seconds"),  # per phase, gate included
+            # what the trainer measured of each hinted sample's own answers (train_method
+            # hindsight): relevance, echo, quotes, hint gain, kept, teacher trusted
+            "hindsight_answers": _report(run).get("hindsight_answers"),
         }
 
     def evaluate(self) -> dict[str, Any]:
@@ -245,6 +254,12 @@ class Loop:
             "examples": examples[:2],
             "adapter": a["clawd"]["adapter_version"],
         }
+
+
+def _report(run: dict[str, Any]) -> dict[str, Any]:
+    """The training run's report.json (the daemon runs on this machine), or {} without one."""
+    path = Path(run.get("report_path") or "")
+    return json.loads(path.read_text()) if path.is_file() else {}
 
 
 def run_one(
@@ -271,6 +286,7 @@ def run_one(
         "CLAWD_JUDGE_MAX_TOKENS": str(cfg.judge_max_tokens),
         "CLAWD_N_THREADS": str(threads),
         "CLAWD_TRAIN_THREADS": str(threads),
+        **spec.get("settings", {}),
         **{f"CLAWD_{k.upper()}": v for k, v in cfg.settings.items()},
     }
     daemon = start_daemon(model, home, settings=settings)

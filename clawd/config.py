@@ -183,6 +183,11 @@ class Settings(BaseSettings):
         description="Earlier trained samples replayed in each run (at most as many as new "
         "ones), so what was learned is kept while new samples add to it.",
     )
+    train_teacher_check: bool = Field(
+        True,
+        description="With train_method 'hindsight': a hinted sample whose hinted answers all "
+        "miss the question trains on its reward alone, not toward that deflecting teacher.",
+    )
     train_threads: int = Field(
         0, ge=0, le=1024, description="CPU threads for training; 0 lets torch decide."
     )

@@ -118,6 +118,10 @@ def test_hindsight_adds_the_hinted_models_own_answer(tiny_qwen3_gguf: Path, home
     assert sum(written[0]["opd_advantage"]) > 0
     [seen] = report["hindsight_answers"]
     assert seen["kept"] is True and set(seen) >= {"relevance_served", "relevance_hindsight"}
+    # A teacher that answers the question keeps the served answer's OPD term.
+    served = next(s for s in report["samples"] if s["hint"] and not s["hindsight"])
+    assert seen["teacher_trusted"] is True and served["teacher_trusted"] is True
+    assert served["opd_advantage"] is not None and any(served["opd_advantage"])
     # Of up to 3 answers (greedy and 2 sampled) the one that trained is the one measured: its
     # mean OPD advantage is its hint gain.
     assert 1 <= seen["fit"] <= seen["candidates"] <= 3 and seen["echo"] <= cfg.hindsight_max_echo
@@ -137,6 +141,29 @@ def test_a_hindsight_answer_that_misses_the_question_does_not_train(
     assert not any(s["hindsight"] for s in report["samples"]) and report["hindsight"] == 0
     [seen] = report["hindsight_answers"]
     assert seen["kept"] is False and seen["relevance_hindsight"] < 50.0
+    # Nor does that teacher score the served answer: the sample learns from its reward alone.
+    [served] = report["samples"]
+    assert seen["teacher_trusted"] is False and served["teacher_trusted"] is False
+    assert served["opd_advantage"] is None
+    assert all(s["adv_opd"] == 0 for s in report["steps"])
+
+
+@pytest.mark.slow
+def test_the_teacher_check_can_be_switched_off(tiny_qwen3_gguf: Path, home: Path) -> None:
+    with Store.open(home) as store:
+        add_sample(store, tiny_qwen3_gguf, hint="End with a question.", reward=-1, kind="opd+rl")
+    cfg = small(
+        epochs=1,
+        hindsight=True,
+        hindsight_max_tokens=12,
+        hindsight_min_relevance=50.0,
+        hindsight_trust=False,
+    )
+    summary = train.run(home, settings_for(tiny_qwen3_gguf), cfg=cfg)
+    report = json.loads((Path(summary["path"]) / "report.json").read_text())
+    [served] = report["samples"]
+    assert served["teacher_trusted"] is True and any(served["opd_advantage"])
+    assert any(s["adv_opd"] != 0 for s in report["steps"])
 
 
 @pytest.mark.slow

@@ -32,9 +32,18 @@ class Example:
     response_ids: list[int]
     device: Any = "cpu"
     hindsight: bool = False  # the response is the hinted model's own answer, not the served one
+    # False once the hinted model's own answers all missed the question (ppo.hindsight_examples):
+    # a teacher that deflects ("I'm sorry, I can't help...") would teach that, so no OPD term.
+    teacher_trusted: bool = True
     old_lp: list[float] = field(default_factory=list)
     teacher_lp: list[float] = field(default_factory=list)
     ref_lp: list[float] = field(default_factory=list)
+
+    @property
+    def teaches(self) -> bool:
+        """Whether the hinted view trains this example (the OPD term): a hint and a teacher
+        that still answers the question."""
+        return bool(self.hint) and self.teacher_trusted
 
     @property
     def has_reward(self) -> bool:
@@ -51,7 +60,8 @@ class Example:
             "hint": self.hint,
             "reward": self.reward,
             "tokens": pieces,
-            "opd_advantage": [round(a, 4) for a in opd] if self.hint else None,
+            "teacher_trusted": self.teacher_trusted,
+            "opd_advantage": [round(a, 4) for a in opd] if self.teaches else None,
         }
 
 
@@ -128,7 +138,7 @@ def collate(examples: list[Example]) -> dict[str, torch.Tensor]:
         "teacher_lp": per_token("teacher_lp"),
         "ref_lp": per_token("ref_lp"),
         "reward": torch.tensor([e.reward for e in examples]),
-        "has_hint": torch.tensor([1.0 if e.hint else 0.0 for e in examples]),
+        "has_hint": torch.tensor([1.0 if e.teaches else 0.0 for e in examples]),
         "has_reward": torch.tensor([1.0 if e.has_reward else 0.0 for e in examples]),
     }
     return {k: v.to(device) for k, v in batch.items()}

@@ -69,6 +69,10 @@ class TrainConfig:
     # greedy answer alone: on SmolLM2-135M 4 candidates made the hindsight phase 3.2 times
     # slower and none of the chosen answers met more preferences (docs/benchmarks.md).
     hindsight_candidates: int = 1
+    # A hinted sample whose hinted answers all miss the question (under the relevance floor)
+    # loses its OPD term as well: the teacher deflects ("I'm sorry, I can't help with that"),
+    # and distilling toward it was how `sam` drifted into apologies (docs/benchmarks.md).
+    hindsight_trust: bool = True
     hindsight_temperature: float = 0.8
     hindsight_max_echo: float = 0.5
     w_opd: float = 1.0
@@ -131,6 +135,7 @@ class TrainConfig:
             target_kl=s.train_target_kl,
             replay=s.train_replay,
             hindsight=s.train_method == "hindsight",
+            hindsight_trust=s.train_teacher_check,
             w_opd=0.0 if s.train_method == "rl" else 1.0,
             w_rl=0.0 if s.train_method == "opd" else 1.0,
             hint_placement=s.hint_placement,

@@ -203,7 +203,9 @@ def hindsight_examples(
     (``echo_share`` at most ``cfg.hindsight_max_echo``); and it quotes no run of 4 tokens of the
     hint (``hint_block``): a small model often writes "[user's hint / instruction]" or the hint
     itself into its answer, and the student would learn to print instructions. Of those, the one
-    with the largest ``hint_gain`` trains. Returns the new examples and, for every hinted
+    with the largest ``hint_gain`` trains. With ``cfg.hindsight_trust``, when no answer reaches
+    the relevance floor the hinted model is deflecting, and the example's own OPD term is
+    dropped too (``Example.teacher_trusted``). Returns the new examples and, for every hinted
     example, what was measured and whether an answer was kept."""
     model.eval()
     out, seen = [], []
@@ -229,6 +231,11 @@ def hindsight_examples(
             measured.append((fits, gain, rel, echo, quote, a))
         fit = [m for m in measured if m[0]]
         kept, gain, rel, echo, quote, answer = max(fit or measured, key=lambda m: (m[1], m[2]))
+        # The teacher's view scores the served answer as the hinted model would write it; when
+        # none of the hinted model's own answers still answers the question, that view teaches
+        # deflection, not the preference, so the sample keeps its reward term only.
+        if cfg.hindsight_trust and not any(m[2] >= floor for m in measured):
+            ex.teacher_trusted = False
         seen.append(
             {
                 "sample_id": ex.sample_id,
@@ -240,6 +247,7 @@ def hindsight_examples(
                 "quotes_hint": quote > 0,
                 "hint_gain": round(gain, 3),
                 "kept": kept,
+                "teacher_trusted": ex.teacher_trusted,
             }
         )
         if not kept:
@@ -293,7 +301,7 @@ def score_examples(model: Any, examples: list[Example], cfg: TrainConfig) -> Non
         for j, ex in enumerate(chunk):
             n = len(ex.response_ids)
             ex.old_lp, ex.ref_lp = old[j, :n].tolist(), ref[j, :n].tolist()
-            ex.teacher_lp = teacher[j, :n].tolist() if ex.hint else ex.old_lp
+            ex.teacher_lp = teacher[j, :n].tolist() if ex.teaches else ex.old_lp
 
 
 def train_steps(
