@@ -146,6 +146,15 @@ def test_a_hindsight_answer_that_misses_the_question_does_not_train(
     assert seen["teacher_trusted"] is False and served["teacher_trusted"] is False
     assert served["opd_advantage"] is None
     assert all(s["adv_opd"] == 0 for s in report["steps"])
+    # Replayed in the next run, it is checked again and stays without its OPD term.
+    with Store.open(home) as store:
+        add_sample(store, tiny_qwen3_gguf, hint=None, reward=1, kind="rl", answer="Paris.")
+    two = train.run(home, settings_for(tiny_qwen3_gguf), cfg=cfg)
+    assert two["replayed"] == 1
+    report = json.loads((Path(two["path"]) / "report.json").read_text())
+    [replayed] = [s for s in report["samples"] if s["hint"]]
+    assert replayed["teacher_trusted"] is False and replayed["opd_advantage"] is None
+    assert [h["teacher_trusted"] for h in report["hindsight_answers"]] == [False]
 
 
 @pytest.mark.slow

@@ -121,8 +121,9 @@ def update(
     hindsight: list[dict[str, Any]] = []
     if cfg.hindsight:
         eos = [t for t in {tok.eos_token_id, *_end_tokens(tok)} if t is not None]
+        # Replayed samples too: a teacher found deflecting would otherwise come back with them.
         written, hindsight = ppo.hindsight_examples(
-            model, examples[: len(trained_ids)], cfg, eos, references=general[::8]
+            model, examples, cfg, eos, references=general[::8]
         )
         examples += written
         lap("hindsight")
