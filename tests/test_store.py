@@ -1,10 +1,14 @@
+import gc
 import sqlite3
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 import sqlite_utils
 
 from clawd.store import migrations
+from clawd.store import record
 from clawd.store.db import Store, StoreError
 
 TABLES = {
@@ -75,6 +79,49 @@ def test_events_newest_first(home: Path) -> None:
         store.event("train", "run 1 failed", reason="nan")
         assert [e["kind"] for e in store.events()] == ["train", "model"]
         assert store.events(kind="model")[0]["data"] == {"size": 1}
+
+
+def test_one_store_serves_many_threads_at_once(home: Path) -> None:
+    # The daemon's request handlers share one Store from worker threads. With one connection for
+    # all of them, two threads inside one transaction failed at random ("SystemError: error
+    # return without exception set", a 500 in CI).
+    threads, each = 8, 30
+    start = threading.Barrier(threads)
+    with Store.open(home) as store:
+
+        def chat(i: int) -> set[str]:
+            start.wait()
+            ids = set()
+            for j in range(each):
+                messages = [{"role": "user", "content": f"question {i}.{j}"}]
+                ids.add(record.begin(store, messages, None, True).conversation_id)
+                store.event("test", f"{i}.{j}")
+            return ids
+
+        with ThreadPoolExecutor(threads) as pool:
+            ids = set().union(*pool.map(chat, range(threads)))
+        assert len(ids) == threads * each
+        assert store.db["conversations"].count == threads * each
+        assert len(store.events(limit=1000, kind="test")) == threads * each
+        # A thread's connection closes when the thread ends: only this thread's is left.
+        gc.collect()
+        assert len(store._open) == 1
+
+
+def test_closing_a_store_closes_every_threads_connection(home: Path) -> None:
+    store = Store.open(home)
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(lambda: store.event("test", "from a worker")).result()
+        conns = list(store._open)
+        assert len(conns) == 2
+        store.close()
+        for conn in conns:
+            with pytest.raises(sqlite3.ProgrammingError, match="closed"):
+                conn.execute("SELECT 1")
+        with pytest.raises(StoreError, match="closed"):
+            pool.submit(lambda: store.db).result()
+    with pytest.raises(StoreError, match="closed"):
+        store.event("test", "after close")
 
 
 def test_not_a_database_is_a_clear_error(home: Path) -> None:

@@ -5,6 +5,10 @@ and events (``docs/schema.md``). It knows nothing of HTTP or the UI: callers han
 values and get plain dicts back. WAL mode lets the daemon write while the trainer and the CLI
 read.
 
+One ``Store`` may be used from many threads (the daemon's request handlers run in worker
+threads): each thread gets its own SQLite connection, opened on its first use of ``db``, so two
+threads never share a transaction. SQLite's busy timeout (30 s) orders their writes.
+
 Run alone to create or migrate the database and print its tables::
 
     python -m clawd.store.db
@@ -14,7 +18,9 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 import time
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -32,29 +38,65 @@ def db_path(home: Path) -> Path:
     return home / "clawd.db"
 
 
+class _Connection(sqlite3.Connection):
+    """A connection that can be weakly referenced (the base class cannot)."""
+
+
 class Store:
-    """A connection to the clawd database, migrated to the current schema on open."""
+    """The clawd database, migrated to the current schema on open; one connection per thread."""
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._local = threading.local()
+        # Every connection still open, so close() can close those of other threads too. A
+        # thread that ends drops its connection with its thread-local, which closes it.
+        self._open: weakref.WeakSet[_Connection] = weakref.WeakSet()
+        self._lock = threading.Lock()
+        self._closed = False
         try:
-            conn = sqlite3.connect(str(path), timeout=30, check_same_thread=False)
-            self.db = sqlite_utils.Database(conn)
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA foreign_keys=ON")
-            self.db.execute("PRAGMA synchronous=NORMAL")
-            self.db.execute("PRAGMA secure_delete=ON")  # forgotten text is overwritten
             migrate(self.db)
         except sqlite3.DatabaseError as exc:
+            self.close()
             raise StoreError(f"cannot open the database {path}: {exc}") from exc
-        self.path = path
+
+    @property
+    def db(self) -> sqlite_utils.Database:
+        """This thread's connection (opened on the thread's first use)."""
+        db = getattr(self._local, "db", None)
+        if db is None or self._closed:
+            db = self._connect()
+            self._local.db = db
+        return db
+
+    def _connect(self) -> sqlite_utils.Database:
+        with self._lock:
+            if self._closed:
+                raise StoreError(f"the database {self.path} is closed")
+            try:
+                conn = sqlite3.connect(
+                    str(self.path), timeout=30, check_same_thread=False, factory=_Connection
+                )
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA foreign_keys=ON")
+                conn.execute("PRAGMA synchronous=NORMAL")
+                conn.execute("PRAGMA secure_delete=ON")  # forgotten text is overwritten
+            except sqlite3.DatabaseError as exc:
+                raise StoreError(f"cannot open the database {self.path}: {exc}") from exc
+            self._open.add(conn)
+        return sqlite_utils.Database(conn)
 
     @classmethod
     def open(cls, home: Path | None = None) -> Store:
         return cls(db_path(home or clawd_home()))
 
     def close(self) -> None:
-        self.db.conn.close()
+        """Close every thread's connection; later use of ``db`` raises ``StoreError``."""
+        with self._lock:
+            self._closed = True
+            conns = list(self._open)
+        for conn in conns:
+            conn.close()
 
     def __enter__(self) -> Store:
         return self
