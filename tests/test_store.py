@@ -7,8 +7,7 @@ from pathlib import Path
 import pytest
 import sqlite_utils
 
-from clawd.store import migrations
-from clawd.store import record
+from clawd.store import migrations, record
 from clawd.store.db import Store, StoreError
 
 TABLES = {
