@@ -42,7 +42,7 @@ import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -50,84 +50,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.daemon import RunningDaemon, start_daemon
 from bench.learnreport import plot, report
+from bench.learnsetup import CONFIGS, METHODS, Config
 from bench.personas import EVAL_PROMPTS, PERSONAS, Persona, SimulatedUser
 from clawd.config import clawd_home
 from clawd.models import resolve
-
-METHODS: dict[str, dict[str, Any]] = {
-    "rl": {"label": "binary RL only (own judge)", "train_method": "rl"},
-    "opd": {"label": "OPD only (own judge + hints)", "train_method": "opd"},
-    "combined": {"label": "combined, hint in user message", "train_method": "combined"},
-    "combined-system": {
-        "label": "combined, hint as system message",
-        "train_method": "combined",
-        "hint_placement": "system",
-    },
-    "oracle": {
-        "label": "ORACLE signals (checkers + rules)",
-        "train_method": "combined",
-        "oracle": True,
-    },
-    "hindsight": {
-        "label": "combined + hindsight answers (own judge)",
-        "train_method": "hindsight",
-    },
-    "oracle-hindsight": {
-        "label": "ORACLE signals, combined + hindsight answers",
-        "train_method": "hindsight",
-        "oracle": True,
-    },
-    "oracle-hindsight-nocheck": {
-        "label": "ORACLE signals, hindsight, teacher check off",
-        "train_method": "hindsight",
-        "oracle": True,
-        "settings": {"CLAWD_TRAIN_TEACHER_CHECK": "false"},
-    },
-    "oracle-system": {
-        "label": "ORACLE signals, hint as system message",
-        "train_method": "combined",
-        "hint_placement": "system",
-        "oracle": True,
-    },
-}
-
-
-@dataclass
-class Config:
-    personas: list[str]
-    methods: list[str]
-    updates: int
-    interactions: int = 8  # K per update
-    eval_prompts: int = 6
-    seeds: list[int] = field(default_factory=lambda: [0])
-    answer_tokens: int = 96
-    temperature: float = 0.8
-    train_lr: float = 1e-3
-    train_epochs: int = 2
-    judge_votes: int = 3
-    judge_max_tokens: int = 96  # the daemon's default
-    bypass_gate: bool = False  # serve rejected adapters too: measures the learner, not the gate
-    settings: dict[str, str] = field(default_factory=dict)  # more daemon settings (--set)
-
-
-CONFIGS = {
-    "smoke": Config(["brief"], ["oracle"], 1, interactions=3, eval_prompts=2, answer_tokens=48),
-    # 2 personas x 4 updates in under 30 minutes on 2 CPU cores: one judge vote, 6 turns.
-    "quick": Config(
-        ["brief", "sam"],
-        ["rl", "opd", "combined", "oracle"],
-        4,
-        interactions=6,
-        eval_prompts=5,
-        judge_votes=1,
-    ),
-    "full": Config(list(PERSONAS), list(METHODS), 8, eval_prompts=12, seeds=[0, 1]),
-    # The learner's claim, re-checkable in under 30 minutes: brief with oracle signals.
-    "brief": Config(
-        ["brief"], ["oracle-hindsight"], 5, interactions=6, eval_prompts=5, train_lr=5e-4
-    ),
-}
-
 
 _BASE_LOCKS: dict[tuple[str, int], threading.Lock] = {}
 
