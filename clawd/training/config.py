@@ -69,6 +69,10 @@ class TrainConfig:
     # greedy answer alone: on SmolLM2-135M 4 candidates made the hindsight phase 3.2 times
     # slower and none of the chosen answers met more preferences (docs/benchmarks.md).
     hindsight_candidates: int = 1
+    # How candidates are ranked: 0 = by mean hint gain per token; k > 0 = by the mean of each
+    # answer's k largest per-token gains (ppo.hint_gain), for preferences carried by a few
+    # tokens. Only matters with more than one candidate.
+    hindsight_peak: int = 0
     # A hinted sample whose hinted answers all miss the question (under the relevance floor)
     # loses its OPD term as well: the teacher deflects ("I'm sorry, I can't help with that"),
     # and distilling toward it was how `sam` drifted into apologies (docs/benchmarks.md).
@@ -104,6 +108,7 @@ class TrainConfig:
             "hindsight_relevance": 0 <= self.hindsight_relevance <= 1,
             "hindsight_min_relevance": self.hindsight_min_relevance < 100,
             "hindsight_candidates": 1 <= self.hindsight_candidates <= 32,
+            "hindsight_peak": 0 <= self.hindsight_peak <= 4096,
             "hindsight_temperature": 0 < self.hindsight_temperature <= 2,
             "hindsight_max_echo": 0 <= self.hindsight_max_echo <= 1,
             "gate_max_kl/gate_step_kl": self.gate_max_kl > 0 and self.gate_step_kl > 0,

@@ -72,8 +72,8 @@ def logprobs(model: Any, batch: dict[str, torch.Tensor], side: str) -> torch.Ten
     )
 
 
-def _mean_logprobs(model: Any, prompts: list[list[int]], answer: list[int]) -> list[float]:
-    """Mean per-token log p(answer | prompt) for each prompt, in one padded batch."""
+def _answer_logprobs(model: Any, prompts: list[list[int]], answer: list[int]) -> torch.Tensor:
+    """Per-token log p(a_t | prompt, a_<t) for each prompt, in one padded batch: (P, T)."""
     device = next(model.parameters()).device
     rows = [p + answer for p in prompts]
     width = max(map(len, rows))
@@ -83,7 +83,12 @@ def _mean_logprobs(model: Any, prompts: list[list[int]], answer: list[int]) -> l
         ids[i, : len(r)] = torch.tensor(r, device=device)
         attn[i, : len(r)] = 1
     start = torch.tensor([len(p) for p in prompts], device=device)
-    return token_logprobs(model, ids, attn, start, len(answer)).mean(-1).tolist()
+    return token_logprobs(model, ids, attn, start, len(answer))
+
+
+def _mean_logprobs(model: Any, prompts: list[list[int]], answer: list[int]) -> list[float]:
+    """Mean per-token log p(answer | prompt) for each prompt."""
+    return _answer_logprobs(model, prompts, answer).mean(-1).tolist()
 
 
 @torch.inference_mode()
@@ -122,18 +127,27 @@ def echo_share(answer: list[int], source: list[int], n: int = 4) -> float:
 
 
 @torch.inference_mode()
-def hint_gain(model: Any, teacher_prompt: list[int], prompt: list[int], answer: list[int]) -> float:
-    """How much the hint explains ``answer``, per token:
+def hint_gain(
+    model: Any, teacher_prompt: list[int], prompt: list[int], answer: list[int], peak: int = 0
+) -> float:
+    """How much the hint explains ``answer``, per token. With ``peak`` 0, the mean over the
+    answer's tokens of
 
-        mean_t log p(a_t | prompt with the hint, a_<t)  -  mean_t log p(a_t | prompt, a_<t),
+        g_t = log p(a_t | prompt with the hint, a_<t)  -  log p(a_t | prompt, a_<t),
 
     in nats: about 0 for an answer the model would have written without the hint, more for one
     that follows it ("Sam, the capital ..." over "The capital ..."). As a choice among sampled
-    answers it did no better than chance on SmolLM2-135M (docs/benchmarks.md)."""
+    answers the mean did no better than chance on SmolLM2-135M (docs/benchmarks.md): a
+    preference often lives in a few tokens (a name, a closing question), and the mean over a
+    long answer dilutes them. With ``peak`` k > 0, the mean of the k largest g_t instead (all of
+    them when the answer is shorter)."""
     if not answer:
         return 0.0
-    hinted, plain = _mean_logprobs(model, [teacher_prompt, prompt], answer)
-    return hinted - plain
+    hinted, plain = _answer_logprobs(model, [teacher_prompt, prompt], answer)
+    gains = hinted - plain
+    if peak > 0:
+        gains = gains.topk(min(peak, gains.numel())).values
+    return float(gains.mean())
 
 
 def hint_block(teacher_prompt: list[int], prompt: list[int]) -> list[int]:
@@ -203,7 +217,8 @@ def hindsight_examples(
     (``echo_share`` at most ``cfg.hindsight_max_echo``); and it quotes no run of 4 tokens of the
     hint (``hint_block``): a small model often writes "[user's hint / instruction]" or the hint
     itself into its answer, and the student would learn to print instructions. Of those, the one
-    with the largest ``hint_gain`` trains. With ``cfg.hindsight_trust``, when no answer reaches
+    with the largest ``hint_gain`` trains (the mean over its tokens, or with ``cfg.hindsight_peak``
+    k over its k largest). With ``cfg.hindsight_trust``, when no answer reaches
     the relevance floor the hinted model is deflecting, and the example's own OPD term is
     dropped too (``Example.teacher_trusted``). Returns the new examples and, for every hinted
     example, what was measured and whether an answer was kept."""
@@ -226,7 +241,7 @@ def hindsight_examples(
             rel = relevance(model, ex.prompt_ids, a, references)
             echo = echo_share(a, ex.teacher_prompt_ids)
             quote = echo_share(a, block)
-            gain = hint_gain(model, ex.teacher_prompt_ids, ex.prompt_ids, a)
+            gain = hint_gain(model, ex.teacher_prompt_ids, ex.prompt_ids, a, cfg.hindsight_peak)
             fits = rel >= floor and echo <= cfg.hindsight_max_echo and quote == 0
             measured.append((fits, gain, rel, echo, quote, a))
         fit = [m for m in measured if m[0]]
