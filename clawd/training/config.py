@@ -71,7 +71,8 @@ class TrainConfig:
     hindsight_candidates: int = 1
     # How candidates are ranked: 0 = by mean hint gain per token; k > 0 = by the mean of each
     # answer's k largest per-token gains (ppo.hint_gain), for preferences carried by a few
-    # tokens. Only matters with more than one candidate.
+    # tokens. Only matters with more than one candidate. On SmolLM2-135M the top 3 chose no more
+    # compliant answers than the mean: hardly any candidate was compliant (docs/benchmarks.md).
     hindsight_peak: int = 0
     # A hinted sample whose hinted answers all miss the question (under the relevance floor)
     # loses its OPD term as well: the teacher deflects ("I'm sorry, I can't help with that"),

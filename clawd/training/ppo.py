@@ -140,7 +140,8 @@ def hint_gain(
     answers the mean did no better than chance on SmolLM2-135M (docs/benchmarks.md): a
     preference often lives in a few tokens (a name, a closing question), and the mean over a
     long answer dilutes them. With ``peak`` k > 0, the mean of the k largest g_t instead (all of
-    them when the answer is shorter)."""
+    them when the answer is shorter); as a choice the top 3 did no better on SmolLM2 either, for
+    lack of compliant candidates to choose (docs/benchmarks.md, 2026-12-03)."""
     if not answer:
         return 0.0
     hinted, plain = _answer_logprobs(model, [teacher_prompt, prompt], answer)
