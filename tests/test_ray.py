@@ -223,6 +223,61 @@ def test_a_cluster_too_small_fails_clearly_and_leaves_the_samples(
     _nothing_changed(home, ids)
 
 
+def _cancel_unless_done_on(address: str) -> tuple[list[str], str, str, str]:
+    """In a child process (a driver that Ray may abort): a task that has ended and one that is
+    running, each passed to ``_cancel_unless_done``; returns the ids it cancelled, the two ids,
+    and how the running one ended."""
+    import time
+
+    import ray
+
+    ray.init(address=address, log_to_driver=False)
+    try:
+        cancelled: list[str] = []
+
+        class Recording:  # the real ray, with its cancels written down
+            def __getattr__(self, name: str) -> object:
+                return getattr(ray, name)
+
+            def cancel(self, ref: object, force: bool = False) -> None:
+                cancelled.append(ref.hex())  # type: ignore[attr-defined]
+                ray.cancel(ref, force=force)
+
+        def fails() -> None:
+            raise ValueError("the task's own error")
+
+        def sleeps() -> None:
+            time.sleep(120)
+
+        ended = ray.remote(max_retries=0)(fails).remote()
+        ray.wait([ended], timeout=120)
+        remote._cancel_unless_done(Recording(), ended)
+        running = ray.remote(max_retries=0)(sleeps).remote()
+        time.sleep(2)
+        remote._cancel_unless_done(Recording(), running)
+        try:
+            ray.get(running, timeout=60)
+            how = "finished"
+        except ray.exceptions.RayError as exc:
+            how = type(exc).__name__
+        return cancelled, ended.hex(), running.hex(), how
+    finally:
+        ray.shutdown()
+
+
+def test_a_task_that_ended_is_never_cancelled_and_a_running_one_is(cluster: Cluster) -> None:
+    """Cancelling a finished task can abort the driver inside Ray (a CI run died so, after a
+    task that raised); the run cancels only what still runs."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        got = pool.submit(_cancel_unless_done_on, cluster.address).result(timeout=300)
+    cancelled, ended, running, how = got
+    assert cancelled == [running] and ended not in cancelled
+    assert how in ("TaskCancelledError", "WorkerCrashedError"), how
+
+
 def test_an_unreachable_cluster_fails_in_seconds_and_leaves_the_samples(
     tiny_qwen3_gguf: Path, home: Path
 ) -> None:

@@ -292,8 +292,7 @@ def _submit(
         result, blob = ray.get(ref)
         drain()
     except BaseException as exc:
-        with contextlib.suppress(Exception):  # a lost cluster cannot cancel; the error stays ours
-            ray.cancel(ref, force=True)
+        _cancel_unless_done(ray, ref)
         if isinstance(exc, ray.exceptions.RayTaskError):
             cause = exc.cause
             if isinstance(cause, TrainingError):
@@ -304,6 +303,17 @@ def _submit(
         raise
     unpack(blob, out)
     return result
+
+
+def _cancel_unless_done(ray: Any, ref: Any) -> None:
+    """``ray.cancel(force=True)`` on a task still pending or running, and never on one that has
+    ended: cancelling a finished task races with its completion reply inside Ray's core worker,
+    which can abort the whole driver process ("Tried to complete task that was not pending",
+    seen in CI with Ray 2.60 after a task that raised). A lost cluster can do neither; the
+    run's own error is the one raised."""
+    with contextlib.suppress(Exception):
+        if not ray.wait([ref], timeout=0)[0]:
+            ray.cancel(ref, force=True)
 
 
 def main() -> None:
