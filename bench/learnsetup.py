@@ -47,6 +47,12 @@ METHODS: dict[str, dict[str, Any]] = {
         "oracle": True,
         "settings": {"CLAWD_TRAIN_TEACHER_CHECK": "false"},
     },
+    "oracle-guided": {
+        "label": "ORACLE signals, hindsight with a guided answer (scale 1.5)",
+        "train_method": "hindsight",
+        "oracle": True,
+        "settings": {"CLAWD_TRAIN_HINDSIGHT_GUIDANCE": "1.5"},
+    },
     "oracle-system": {
         "label": "ORACLE signals, hint as system message",
         "train_method": "combined",

@@ -188,6 +188,14 @@ class Settings(BaseSettings):
         description="With train_method 'hindsight': a hinted sample whose hinted answers all "
         "miss the question trains on its reward alone, not toward that deflecting teacher.",
     )
+    train_hindsight_guidance: float = Field(
+        1.0,
+        ge=1,
+        le=10,
+        description="With train_method 'hindsight': the guidance scale of one more hindsight "
+        "answer, written with the hint's effect amplified (a small model told a preference "
+        "often leans toward it without showing it); 1 switches it off.",
+    )
     train_threads: int = Field(
         0, ge=0, le=1024, description="CPU threads for training; 0 lets torch decide."
     )

@@ -74,6 +74,11 @@ class TrainConfig:
     # tokens. Only matters with more than one candidate. On SmolLM2-135M the top 3 chose no more
     # compliant answers than the mean: hardly any candidate was compliant (docs/benchmarks.md).
     hindsight_peak: int = 0
+    # Guidance scale g of one more candidate, the guided greedy answer (clawd.training.guided):
+    # each token scored log p(hinted) + (g - 1)(log p(hinted) - log p(plain)), the hint's pull
+    # amplified. 1 = off. On SmolLM2-135M at 1.5 the greedy answer used the name Sam in 6 of 8
+    # prompts against none unguided, most of them quoting the hint (which the filters drop).
+    hindsight_guidance: float = 1.0
     # A hinted sample whose hinted answers all miss the question (under the relevance floor)
     # loses its OPD term as well: the teacher deflects ("I'm sorry, I can't help with that"),
     # and distilling toward it was how `sam` drifted into apologies (docs/benchmarks.md).
@@ -111,6 +116,7 @@ class TrainConfig:
             "hindsight_candidates": 1 <= self.hindsight_candidates <= 32,
             "hindsight_peak": 0 <= self.hindsight_peak <= 4096,
             "hindsight_temperature": 0 < self.hindsight_temperature <= 2,
+            "hindsight_guidance": 1 <= self.hindsight_guidance <= 10,
             "hindsight_max_echo": 0 <= self.hindsight_max_echo <= 1,
             "gate_max_kl/gate_step_kl": self.gate_max_kl > 0 and self.gate_step_kl > 0,
             "gate_prompts": 1 <= self.gate_prompts <= 32,
@@ -142,6 +148,7 @@ class TrainConfig:
             replay=s.train_replay,
             hindsight=s.train_method == "hindsight",
             hindsight_trust=s.train_teacher_check,
+            hindsight_guidance=s.train_hindsight_guidance,
             w_opd=0.0 if s.train_method == "rl" else 1.0,
             w_rl=0.0 if s.train_method == "opd" else 1.0,
             hint_placement=s.hint_placement,

@@ -27,6 +27,7 @@ import torch
 
 from clawd.training.batches import Example, collate
 from clawd.training.config import TrainConfig
+from clawd.training.guided import guided_greedy
 from clawd.training.losses import (
     adapt_kl_coef,
     centred_rewards,
@@ -165,9 +166,13 @@ def hint_block(teacher_prompt: list[int], prompt: list[int]) -> list[int]:
     return teacher_prompt[start : len(teacher_prompt) - end]
 
 
-def _write(model: Any, prompt: list[int], cfg: TrainConfig, eos: list[int]) -> list[list[int]]:
-    """The hinted model's answers: the greedy one, then ``cfg.hindsight_candidates - 1`` sampled
-    at ``cfg.hindsight_temperature`` in one batch; each cut after its end-of-turn token."""
+def _write(
+    model: Any, prompt: list[int], plain: list[int], cfg: TrainConfig, eos: list[int]
+) -> list[list[int]]:
+    """The hinted model's answers: the greedy one, with ``cfg.hindsight_guidance`` != 1 also the
+    guided greedy one (``guided.guided_greedy``, ``plain`` the prompt without the hint), then
+    ``cfg.hindsight_candidates - 1`` sampled at ``cfg.hindsight_temperature`` in one batch; each
+    cut after its end-of-turn token."""
     ids = torch.tensor([prompt], device=next(model.parameters()).device)
     common = {
         "attention_mask": torch.ones_like(ids),
@@ -175,12 +180,16 @@ def _write(model: Any, prompt: list[int], cfg: TrainConfig, eos: list[int]) -> l
         "eos_token_id": eos or None,
         "pad_token_id": eos[0] if eos else 0,
     }
-    rows = list(model.generate(input_ids=ids, do_sample=False, **common))
+    rows = [r.tolist() for r in model.generate(input_ids=ids, do_sample=False, **common)]
+    if cfg.hindsight_guidance != 1:
+        g, n = cfg.hindsight_guidance, cfg.hindsight_max_tokens
+        rows.append(prompt + guided_greedy(model, prompt, plain, g, n, eos))
     if cfg.hindsight_candidates > 1:
         k = cfg.hindsight_candidates - 1
         common["attention_mask"] = common["attention_mask"].expand(k, -1)
-        rows += list(
-            model.generate(
+        rows += [
+            r.tolist()
+            for r in model.generate(
                 input_ids=ids.expand(k, -1),
                 do_sample=True,
                 temperature=cfg.hindsight_temperature,
@@ -188,10 +197,10 @@ def _write(model: Any, prompt: list[int], cfg: TrainConfig, eos: list[int]) -> l
                 top_k=0,
                 **common,
             )
-        )
+        ]
     out = []
     for row in rows:
-        answer = row[ids.shape[1] :].tolist()
+        answer = row[len(prompt) :]
         ends = [i for i, t in enumerate(answer) if t in eos]
         out.append(answer[: ends[0] + 1] if ends else answer)
     return out
@@ -229,7 +238,9 @@ def hindsight_examples(
         if not ex.hint:
             continue
         answers = []
-        for a in _write(model, ex.teacher_prompt_ids, cfg, eos):
+        written = _write(model, ex.teacher_prompt_ids, ex.prompt_ids, cfg, eos)
+        guided = written[1] if cfg.hindsight_guidance != 1 else None
+        for a in written:
             if a and a != ex.response_ids and a not in answers:
                 answers.append(a)
         if not answers:
@@ -261,6 +272,7 @@ def hindsight_examples(
                 "relevance_hindsight": round(rel, 3),
                 "echo": round(echo, 3),
                 "quotes_hint": quote > 0,
+                "guided": answer == guided,
                 "hint_gain": round(gain, 3),
                 "kept": kept,
                 "teacher_trusted": ex.teacher_trusted,
