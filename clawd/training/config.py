@@ -77,7 +77,9 @@ class TrainConfig:
     # Guidance scale g of one more candidate, the guided greedy answer (clawd.training.guided):
     # each token scored log p(hinted) + (g - 1)(log p(hinted) - log p(plain)), the hint's pull
     # amplified. 1 = off. On SmolLM2-135M at 1.5 the greedy answer used the name Sam in 6 of 8
-    # prompts against none unguided, most of them quoting the hint (which the filters drop).
+    # prompts against none unguided, most of them quoting the hint (which the filters drop);
+    # in a learning run on `sam` it gained nothing: the student learned to open with a name,
+    # its own ("SmolLM, ..."), not Sam (docs/benchmarks.md, "A guided hindsight answer").
     hindsight_guidance: float = 1.0
     # A hinted sample whose hinted answers all miss the question (under the relevance floor)
     # loses its OPD term as well: the teacher deflects ("I'm sorry, I can't help with that"),
