@@ -1,6 +1,6 @@
-"""Guided greedy decoding (``clawd.training.guided``) on the real SmolLM2: what its cache does
-matches a decode without one, scale 1 is the model's own greedy answer, and the guided answer
-is one more hindsight candidate in the trainer."""
+"""Guided greedy decoding (``clawd.training.guided``) on the real SmolLM2: the cached decode
+matches the formula recomputed without a cache, scale 1 is the model's own greedy answer, and
+the guided answer is one more hindsight candidate in the trainer."""
 
 from __future__ import annotations
 
@@ -25,16 +25,12 @@ def smol(smollm2_gguf: Path, torch_cache: Path) -> dict[str, Any]:
     model, tok = torchmodel.load(smollm2_gguf, torch_cache)
     template = ChatTemplate.from_gguf(smollm2_gguf)
 
-    def prompts(question: str) -> tuple[list[int], list[int]]:
-        msgs = [{"role": "user", "content": question}]
-        hinted = template.render(teacher_messages(msgs, HINT))
-        return (
-            tok(hinted, add_special_tokens=False)["input_ids"],
-            tok(template.render(msgs), add_special_tokens=False)["input_ids"],
-        )
-
     def tokens(text: str) -> list[int]:
         return tok(text, add_special_tokens=False)["input_ids"]
+
+    def prompts(question: str) -> tuple[list[int], list[int]]:
+        msgs = [{"role": "user", "content": question}]
+        return tokens(template.render(teacher_messages(msgs, HINT))), tokens(template.render(msgs))
 
     eos = [tok.convert_tokens_to_ids("<|im_end|>"), tok.eos_token_id]
     references = general_prompts(tokens, template.render)[::8]  # as the trainer measures

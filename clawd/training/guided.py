@@ -51,8 +51,13 @@ def guided_greedy(
         eos_token_id=eos or None,
         pad_token_id=eos[0] if eos else 0,
     )[0, ids.shape[1] :].tolist()
-    ends = [i for i, t in enumerate(row) if t in eos]
-    return row[: ends[0] + 1] if ends else row
+    return cut_at_end(row, eos)
+
+
+def cut_at_end(answer: list[int], eos: list[int]) -> list[int]:
+    """``answer`` up to and including its first end-of-turn token (all of it without one)."""
+    ends = [i for i, t in enumerate(answer) if t in eos]
+    return answer[: ends[0] + 1] if ends else answer
 
 
 def main() -> None:

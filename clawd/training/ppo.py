@@ -27,7 +27,7 @@ import torch
 
 from clawd.training.batches import Example, collate
 from clawd.training.config import TrainConfig
-from clawd.training.guided import guided_greedy
+from clawd.training.guided import cut_at_end, guided_greedy
 from clawd.training.losses import (
     adapt_kl_coef,
     centred_rewards,
@@ -168,11 +168,11 @@ def hint_block(teacher_prompt: list[int], prompt: list[int]) -> list[int]:
 
 def _write(
     model: Any, prompt: list[int], plain: list[int], cfg: TrainConfig, eos: list[int]
-) -> list[list[int]]:
+) -> tuple[list[list[int]], list[int] | None]:
     """The hinted model's answers: the greedy one, with ``cfg.hindsight_guidance`` != 1 also the
     guided greedy one (``guided.guided_greedy``, ``plain`` the prompt without the hint), then
     ``cfg.hindsight_candidates - 1`` sampled at ``cfg.hindsight_temperature`` in one batch; each
-    cut after its end-of-turn token."""
+    cut after its end-of-turn token. Returns them all and the guided one (None when off)."""
     ids = torch.tensor([prompt], device=next(model.parameters()).device)
     common = {
         "attention_mask": torch.ones_like(ids),
@@ -180,16 +180,12 @@ def _write(
         "eos_token_id": eos or None,
         "pad_token_id": eos[0] if eos else 0,
     }
-    rows = [r.tolist() for r in model.generate(input_ids=ids, do_sample=False, **common)]
-    if cfg.hindsight_guidance != 1:
-        g, n = cfg.hindsight_guidance, cfg.hindsight_max_tokens
-        rows.append(prompt + guided_greedy(model, prompt, plain, g, n, eos))
+    rows = list(model.generate(input_ids=ids, do_sample=False, **common))
     if cfg.hindsight_candidates > 1:
         k = cfg.hindsight_candidates - 1
         common["attention_mask"] = common["attention_mask"].expand(k, -1)
-        rows += [
-            r.tolist()
-            for r in model.generate(
+        rows += list(
+            model.generate(
                 input_ids=ids.expand(k, -1),
                 do_sample=True,
                 temperature=cfg.hindsight_temperature,
@@ -197,13 +193,14 @@ def _write(
                 top_k=0,
                 **common,
             )
-        ]
-    out = []
-    for row in rows:
-        answer = row[len(prompt) :]
-        ends = [i for i, t in enumerate(answer) if t in eos]
-        out.append(answer[: ends[0] + 1] if ends else answer)
-    return out
+        )
+    out = [cut_at_end(row[ids.shape[1] :].tolist(), eos) for row in rows]
+    guided = None
+    if cfg.hindsight_guidance != 1:
+        g, n = cfg.hindsight_guidance, cfg.hindsight_max_tokens
+        guided = guided_greedy(model, prompt, plain, g, n, eos)
+        out.insert(1, guided)
+    return out, guided
 
 
 @torch.inference_mode()
@@ -238,8 +235,7 @@ def hindsight_examples(
         if not ex.hint:
             continue
         answers = []
-        written = _write(model, ex.teacher_prompt_ids, ex.prompt_ids, cfg, eos)
-        guided = written[1] if cfg.hindsight_guidance != 1 else None
+        written, guided = _write(model, ex.teacher_prompt_ids, ex.prompt_ids, cfg, eos)
         for a in written:
             if a and a != ex.response_ids and a not in answers:
                 answers.append(a)
