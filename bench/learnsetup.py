@@ -53,6 +53,12 @@ METHODS: dict[str, dict[str, Any]] = {
         "oracle": True,
         "settings": {"CLAWD_TRAIN_HINDSIGHT_GUIDANCE": "1.5"},
     },
+    "oracle-topk": {
+        "label": "ORACLE signals, combined + top-16 distillation",
+        "train_method": "combined",
+        "oracle": True,
+        "settings": {"CLAWD_TRAIN_DISTILL_TOPK": "16"},
+    },
     "oracle-system": {
         "label": "ORACLE signals, hint as system message",
         "train_method": "combined",

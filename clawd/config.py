@@ -196,6 +196,14 @@ class Settings(BaseSettings):
         "answer, written with the hint's effect amplified (a small model told a preference "
         "often leans toward it without showing it); 1 switches it off.",
     )
+    train_distill_topk: int = Field(
+        0,
+        ge=0,
+        le=1024,
+        description="Top-k distillation: on hinted samples the student also learns the k "
+        "next tokens the model with the hint in context likes best at each position of the "
+        "answer, not only the token it wrote; 0 switches it off.",
+    )
     train_threads: int = Field(
         0, ge=0, le=1024, description="CPU threads for training; 0 lets torch decide."
     )

@@ -87,6 +87,10 @@ class TrainConfig:
     hindsight_trust: bool = True
     hindsight_temperature: float = 0.8
     hindsight_max_echo: float = 0.5
+    # Top-k distillation (losses.topk_distill_loss), weighted like the OPD term: at each
+    # position of a hinted answer the student also moves toward the hinted teacher's k likeliest
+    # next tokens, not only on the token it wrote. 0 = off.
+    distill_topk: int = 0
     w_opd: float = 1.0
     w_rl: float = 1.0
     hint_placement: str = "user"
@@ -120,6 +124,7 @@ class TrainConfig:
             "hindsight_temperature": 0 < self.hindsight_temperature <= 2,
             "hindsight_guidance": 1 <= self.hindsight_guidance <= 10,
             "hindsight_max_echo": 0 <= self.hindsight_max_echo <= 1,
+            "distill_topk": 0 <= self.distill_topk <= 1024,
             "gate_max_kl/gate_step_kl": self.gate_max_kl > 0 and self.gate_step_kl > 0,
             "gate_prompts": 1 <= self.gate_prompts <= 32,
             "norm_tokens": self.norm_tokens >= 1,
@@ -151,6 +156,7 @@ class TrainConfig:
             hindsight=s.train_method == "hindsight",
             hindsight_trust=s.train_teacher_check,
             hindsight_guidance=s.train_hindsight_guidance,
+            distill_topk=s.train_distill_topk,
             w_opd=0.0 if s.train_method == "rl" else 1.0,
             w_rl=0.0 if s.train_method == "opd" else 1.0,
             hint_placement=s.hint_placement,

@@ -9,8 +9,9 @@ out (``echo_share``), and trains on the one the hint explains best (``hint_gain`
 ``score_examples`` fills each example's ``old_lp`` (plain context) and ``teacher_lp`` (the hint
 in context), and ``ref_lp`` (the base model, when the KL penalty is on), without gradient.
 ``train_steps`` then runs PPO epochs on ``clawd.training.losses``: token advantages with a
-centred reward, the clipped surrogate over a constant normaliser, a k3 KL-to-base penalty whose
-coefficient adapts step by step, and a trust region: the update stops once its KL to the
+centred reward, the clipped surrogate over a constant normaliser, with ``distill_topk`` a top-k
+distillation term toward the hinted teacher's likeliest tokens (``score_examples`` keeps them), a
+k3 KL-to-base penalty whose coefficient adapts step by step, and a trust region: the update stops once its KL to the
 pre-update weights passes ``target_kl``. It raises on a non-finite loss or gradient.
 
 Run alone: see ``clawd.training.run`` (this module has no state of its own).
@@ -35,8 +36,9 @@ from clawd.training.losses import (
     k3_kl,
     mean_k3_kl,
     token_advantages,
+    topk_distill_loss,
 )
-from clawd.training.torchmodel import token_logprobs
+from clawd.training.torchmodel import response_log_softmax, token_logprobs
 
 TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
@@ -307,16 +309,20 @@ def score_examples(model: Any, examples: list[Example], cfg: TrainConfig) -> Non
             def widen(x: torch.Tensor, width: int = width) -> torch.Tensor:
                 return torch.nn.functional.pad(x, (0, width - x.shape[1]))
 
-            both = token_logprobs(
+            full, targets = response_log_softmax(
                 model,
                 torch.cat([widen(batch["student_ids"]), widen(batch["teacher_ids"])]),
                 torch.cat([widen(batch["student_attn"]), widen(batch["teacher_attn"])]),
                 torch.cat([batch["student_start"], batch["teacher_start"]]),
                 t,
             )
+            both = torch.gather(full, 2, targets[:, :, None]).squeeze(-1)
             old, teacher = both[: len(chunk)], both[len(chunk) :]
+            # Top-k distillation: the hinted teacher's k likeliest tokens at each position.
+            top = full[len(chunk) :].topk(cfg.distill_topk, dim=-1) if cfg.distill_topk else None
         else:
             old = teacher = logprobs(model, batch, "student")
+            top = None
         if cfg.kl_coef > 0:  # the base model: the penalty's reference
             with model.disable_adapter():
                 ref = logprobs(model, batch, "student")
@@ -326,6 +332,9 @@ def score_examples(model: Any, examples: list[Example], cfg: TrainConfig) -> Non
             n = len(ex.response_ids)
             ex.old_lp, ex.ref_lp = old[j, :n].tolist(), ref[j, :n].tolist()
             ex.teacher_lp = teacher[j, :n].tolist() if ex.teaches else ex.old_lp
+            teaches = top is not None and ex.teaches
+            ex.top_ids = top.indices[j, :n].tolist() if teaches else []
+            ex.top_lp = top.values[j, :n].tolist() if teaches else []
 
 
 def train_steps(
@@ -371,7 +380,25 @@ def train_steps(
                 cfg.w_opd,
                 cfg.w_rl,
             )
-            logp = logprobs(model, batch, "student")
+            if "top_ids" in batch:  # the student's log-probs of the teacher's top-k as well
+                full, targets = response_log_softmax(
+                    model,
+                    batch["student_ids"],
+                    batch["student_attn"],
+                    batch["student_start"],
+                    mask.shape[1],
+                )
+                logp = torch.gather(full, 2, targets[:, :, None]).squeeze(-1)
+                distill = topk_distill_loss(
+                    torch.gather(full, 2, batch["top_ids"]),
+                    batch["top_lp"],
+                    batch["has_top"],
+                    mask,
+                    normalizer,
+                )
+            else:
+                logp = logprobs(model, batch, "student")
+                distill = torch.zeros((), device=mask.device)
             step_kl = mean_k3_kl(logp.detach(), batch["old_lp"], mask).item()
             if cfg.target_kl > 0 and step_kl > cfg.target_kl:
                 # Trust region (PPO early stopping): this update has moved far enough.
@@ -380,7 +407,7 @@ def train_steps(
                 logp, batch["old_lp"], adv, mask, normalizer, cfg.eps_low, cfg.eps_high
             )
             kl = k3_kl(logp, batch["ref_lp"], mask, normalizer)
-            total = loss + beta * kl
+            total = loss + beta * kl + cfg.w_opd * distill
             step += 1
             if not torch.isfinite(total):
                 raise NonFinite(f"non-finite loss at step {step}")
@@ -402,6 +429,7 @@ def train_steps(
                     "loss": total.item(),
                     "policy_loss": loss.item(),
                     "kl": kl.item(),
+                    "distill": distill.item(),
                     "kl_base": base_kl,
                     "kl_step": step_kl,
                     "kl_coef": used_beta,

@@ -90,21 +90,22 @@ def load(
     return model, tok
 
 
-def token_logprobs(
+def response_log_softmax(
     model: Any,
     input_ids: torch.Tensor,
     attention_mask: torch.Tensor,
     start: torch.Tensor,
     length: int,
-) -> torch.Tensor:
-    """Log-probs of the tokens at positions ``start_b .. start_b + length - 1`` of each row.
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The next-token distributions that predict positions ``start_b .. start_b + length - 1``.
 
     Args:
         input_ids, attention_mask: (B, L) right-padded.
         start: (B,) index of each row's first response token.
     Returns:
-        (B, length) log p(token_t | tokens before t); positions past a row's end are garbage
-        and must be masked by the caller.
+        ``(logp, targets)``: (B, length, V) log-softmax over the vocabulary at each response
+        position and (B, length) the token actually there; positions past a row's end are
+        garbage and must be masked by the caller.
     """
     # Run the decoder, then the LM head only where a response token is predicted: the head
     # (vocab x hidden) costs as much as a small model's whole body per position.
@@ -116,7 +117,19 @@ def token_logprobs(
     h = torch.gather(hidden, 1, prev[:, :, None].expand(-1, -1, hidden.shape[-1]))  # (B, T, H)
     step_logits = base.lm_head(h).float()  # (B, T, V)
     targets = torch.gather(input_ids, 1, positions)  # (B, T)
-    logp = torch.log_softmax(step_logits, dim=-1)
+    return torch.log_softmax(step_logits, dim=-1), targets
+
+
+def token_logprobs(
+    model: Any,
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor,
+    start: torch.Tensor,
+    length: int,
+) -> torch.Tensor:
+    """Log-probs of the tokens at positions ``start_b .. start_b + length - 1`` of each row:
+    (B, length) log p(token_t | tokens before t), garbage past a row's end (mask it)."""
+    logp, targets = response_log_softmax(model, input_ids, attention_mask, start, length)
     return torch.gather(logp, 2, targets[:, :, None]).squeeze(-1)
 
 
