@@ -39,7 +39,7 @@ from clawd.training.losses import (
     token_advantages,
     topk_distill_loss,
 )
-from clawd.training.torchmodel import response_log_softmax, token_logprobs
+from clawd.training.torchmodel import log_probs_of, response_log_softmax, token_logprobs
 
 TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
@@ -317,7 +317,7 @@ def score_examples(model: Any, examples: list[Example], cfg: TrainConfig) -> Non
                 torch.cat([batch["student_start"], batch["teacher_start"]]),
                 t,
             )
-            both = torch.gather(full, 2, targets[:, :, None]).squeeze(-1)
+            both = log_probs_of(full, targets)
             old, teacher = both[: len(chunk)], both[len(chunk) :]
             # Top-k distillation: the hinted teacher's k likeliest tokens at each position.
             top = full[len(chunk) :].topk(cfg.distill_topk, dim=-1) if cfg.distill_topk else None
@@ -370,6 +370,7 @@ def train_steps(
             chunk = [examples[k] for k in order[i : i + cfg.batch_size]]
             batch = collate(chunk)
             mask = batch["mask"]
+            t = mask.shape[1]
             reward = torch.tensor([advantage_reward[id(e)] for e in chunk], device=mask.device)
             adv = token_advantages(
                 batch["teacher_lp"],
@@ -381,25 +382,21 @@ def train_steps(
                 cfg.w_opd,
                 cfg.w_rl,
             )
-            if "top_ids" in batch:  # the student's log-probs of the teacher's top-k as well
-                full, targets = response_log_softmax(
-                    model,
-                    batch["student_ids"],
-                    batch["student_attn"],
-                    batch["student_start"],
-                    mask.shape[1],
-                )
-                logp = torch.gather(full, 2, targets[:, :, None]).squeeze(-1)
-                distill = topk_distill_loss(
-                    torch.gather(full, 2, batch["top_ids"]),
+            full, targets = response_log_softmax(
+                model, batch["student_ids"], batch["student_attn"], batch["student_start"], t
+            )
+            logp = log_probs_of(full, targets)
+            distill = (  # the student's log-probs of the teacher's top-k, when it has them
+                topk_distill_loss(
+                    log_probs_of(full, batch["top_ids"]),
                     batch["top_lp"],
                     batch["has_top"],
                     mask,
                     normalizer,
                 )
-            else:
-                logp = logprobs(model, batch, "student")
-                distill = torch.zeros((), device=mask.device)
+                if "top_ids" in batch
+                else torch.zeros((), device=mask.device)
+            )
             step_kl = mean_k3_kl(logp.detach(), batch["old_lp"], mask).item()
             if cfg.target_kl > 0 and step_kl > cfg.target_kl:
                 # Trust region (PPO early stopping): this update has moved far enough.

@@ -130,7 +130,14 @@ def token_logprobs(
     """Log-probs of the tokens at positions ``start_b .. start_b + length - 1`` of each row:
     (B, length) log p(token_t | tokens before t), garbage past a row's end (mask it)."""
     logp, targets = response_log_softmax(model, input_ids, attention_mask, start, length)
-    return torch.gather(logp, 2, targets[:, :, None]).squeeze(-1)
+    return log_probs_of(logp, targets)
+
+
+def log_probs_of(logp: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+    """``logp`` (B, T, V) read at ``ids``: (B, T) ids give (B, T), (B, T, k) give (B, T, k)."""
+    if ids.dim() == 2:
+        return torch.gather(logp, 2, ids[:, :, None]).squeeze(-1)
+    return torch.gather(logp, 2, ids)
 
 
 if __name__ == "__main__":
