@@ -1,7 +1,7 @@
 """How often the hindsight answer that would train meets the persona, by number of candidates.
 
 For each persona and interaction prompt, the base model's greedy answer plays the served
-answer; ``clawd.training.ppo.hindsight_examples`` (the trainer's own code, base weights) then
+answer; ``clawd.training.hindsight.hindsight_examples`` (the trainer's own code, base weights) then
 writes and chooses the hindsight answers with ``hindsight_candidates`` = each value given, ranked
 by each ``hindsight_peak`` given (0: mean hint gain; k: the mean of the k largest per-token
 gains), with ``hindsight_guidance`` = each scale given (1: no guided answer). Every setting
@@ -29,7 +29,7 @@ from bench.personas import INTERACTION_PROMPTS, PERSONAS
 from clawd.chattemplate import HINT_HEADER, ChatTemplate, teacher_messages
 from clawd.config import clawd_home
 from clawd.models import resolve
-from clawd.training import ppo, torchmodel
+from clawd.training import hindsight, torchmodel
 from clawd.training.batches import Example
 from clawd.training.config import TrainConfig
 
@@ -72,7 +72,7 @@ def measure(
             cfg = TrainConfig(
                 hindsight=True, hindsight_candidates=n, hindsight_peak=peak, hindsight_guidance=g
             )
-            written, seen = ppo.hindsight_examples(model, examples, cfg, eos, references)
+            written, seen = hindsight.hindsight_examples(model, examples, cfg, eos, references)
             texts = [tok.decode(e.response_ids, skip_special_tokens=True) for e in written]
             rows.append(
                 {

@@ -12,7 +12,7 @@ import torch
 
 from adapters.gate import general_prompts
 from clawd.chattemplate import ChatTemplate, teacher_messages
-from clawd.training import ppo, torchmodel
+from clawd.training import hindsight, torchmodel
 from clawd.training.batches import Example
 from clawd.training.config import TrainConfig
 from clawd.training.guided import guided_greedy
@@ -87,7 +87,7 @@ def test_the_trainer_adds_the_guided_answer_as_a_candidate_and_says_which_traine
     for scale in (1.0, 1.5):
         ex = Example(1, "opd+rl", HINT, -1.0, plain, hinted, served)
         cfg = TrainConfig(hindsight=True, hindsight_guidance=scale, hindsight_max_tokens=48)
-        _, (seen,) = ppo.hindsight_examples(model, [ex], cfg, eos, smol["refs"])
+        _, (seen,) = hindsight.hindsight_examples(model, [ex], cfg, eos, smol["refs"])
         reports[scale] = seen
     assert reports[1.0]["candidates"] == 1 and reports[1.0]["guided"] is False
     assert reports[1.5]["candidates"] == 2

@@ -32,8 +32,9 @@ class Example:
     response_ids: list[int]
     device: Any = "cpu"
     hindsight: bool = False  # the response is the hinted model's own answer, not the served one
-    # False once the hinted model's own answers all missed the question (ppo.hindsight_examples):
-    # a teacher that deflects ("I'm sorry, I can't help...") would teach that, so no OPD term.
+    # False once the hinted model's own answers all missed the question
+    # (hindsight.hindsight_examples): a teacher that deflects ("I'm sorry, I can't help...")
+    # would teach that, so no OPD term.
     teacher_trusted: bool = True
     old_lp: list[float] = field(default_factory=list)
     teacher_lp: list[float] = field(default_factory=list)

@@ -56,7 +56,7 @@ class TrainConfig:
     replay: int = 16  # earlier trained samples replayed per run, at most as many as new ones
     hindsight: bool = False  # also distil toward the answer the hinted model writes itself
     hindsight_max_tokens: int = 128
-    # A hindsight answer trains only if its relevance to its question (ppo.relevance, nats per
+    # A hindsight answer trains only if its relevance to its question (hindsight.relevance, nats per
     # token) keeps this share of the served answer's and is at least the floor: "I'm here to
     # help, what can I do?" answers no question. On SmolLM2 generic answers scored -0.5 to 0.43
     # and answers to the question 0.28 to 4: the floor keeps out most generic ones and drops a
@@ -65,12 +65,12 @@ class TrainConfig:
     hindsight_min_relevance: float = 0.35
     # Answers written per hinted sample (greedy, then sampled at the temperature); the one with
     # the largest hint_gain among those that answer the question, echo at most max_echo of the
-    # question and hint and quote none of the hint trains (ppo.hindsight_examples). 1 = the
+    # question and hint and quote none of the hint trains (hindsight.hindsight_examples). 1 = the
     # greedy answer alone: on SmolLM2-135M 4 candidates made the hindsight phase 3.2 times
     # slower and none of the chosen answers met more preferences (docs/benchmarks.md).
     hindsight_candidates: int = 1
     # How candidates are ranked: 0 = by mean hint gain per token; k > 0 = by the mean of each
-    # answer's k largest per-token gains (ppo.hint_gain), for preferences carried by a few
+    # answer's k largest per-token gains (hindsight.hint_gain), for preferences carried by a few
     # tokens. Only matters with more than one candidate. On SmolLM2-135M the top 3 chose no more
     # compliant answers than the mean: hardly any candidate was compliant (docs/benchmarks.md).
     hindsight_peak: int = 0

@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from clawd.training import ppo
+from clawd.training import hindsight, ppo
 from clawd.training.batches import Example, build_examples
 from clawd.training.config import TrainConfig
 
@@ -118,11 +118,11 @@ def update(
 
     general = general_prompts(tokenize, template.render)[: cfg.gate_prompts]
     lap("load")
-    hindsight: list[dict[str, Any]] = []
+    seen: list[dict[str, Any]] = []
     if cfg.hindsight:
         eos = [t for t in {tok.eos_token_id, *_end_tokens(tok)} if t is not None]
         # Replayed samples too: a teacher found deflecting would otherwise come back with them.
-        written, hindsight = ppo.hindsight_examples(
+        written, seen = hindsight.hindsight_examples(
             model, examples, cfg, eos, references=general[::8]
         )
         examples += written
@@ -154,7 +154,7 @@ def update(
         "new_samples": len(trained_ids),
         "replayed": len(replayed),
         "hindsight": sum(e.hindsight for e in examples),
-        "hindsight_answers": hindsight,  # each hinted sample's answer: relevance, kept or not
+        "hindsight_answers": seen,  # each hinted sample's answer: relevance, kept or not
         "skipped": skipped,
         "config": asdict(cfg),
         "steps": steps,
