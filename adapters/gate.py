@@ -8,9 +8,10 @@ Measured in llama.cpp, the runtime that serves:
   must stay under ``step_kl`` (one update may move only so far), the second under ``max_kl``
   (the drift budget of the whole lineage, so improvements add up until the budget is spent);
 - **general ability**: the candidate's own greedy answers to the same prompts must not
-  degenerate more than the base model's: empty answers, repetition (a token run or few distinct
-  trigrams) and collapse (many prompts, one answer: few distinct openings). KL alone misses an
-  adapter that says "I'm sorry, I'm sorry..." to everything at a modest KL;
+  degenerate where the base model's do not: no answer may turn empty or repetitive (a token run
+  or few distinct trigrams) on a prompt the base model answers well, and the answers must not
+  collapse (many prompts, one answer: few distinct openings). KL alone misses an adapter that
+  says "I'm sorry, I'm sorry..." to everything at a modest KL;
 - on samples the training run held out (only with at least ``min_heldout`` of them; fewer is
   reported as skipped, never as passed): the **OPD gap**, mean |teacher_lp - student_lp| of
   hinted samples, must not grow, and the **reward-weighted log-prob**, mean
@@ -184,36 +185,56 @@ def _along(scorer: Scorer, general: list[tuple[list[int], int]]) -> list[np.ndar
     return [scorer.log_softmax(t, s - 1)[:-1] for t, s in general]
 
 
-def degeneration(answers: list[list[int]], is_end: Any) -> dict[str, float]:
-    """Shares of ``answers`` (token lists) that are empty, repetitive, and of distinct openings.
+def degenerate(answer: list[int], is_end: Any) -> bool:
+    """Whether one answer (token list) is empty or repetitive: no token before the end of
+    turn, a run of 8 equal tokens, or under 40% distinct trigrams in 12 tokens or more."""
+    content = [t for t in answer if not is_end(t)]
+    if not content:
+        return True
+    run = longest = 1
+    for x, y in itertools.pairwise(content):
+        run = run + 1 if x == y else 1
+        longest = max(longest, run)
+    trigrams = list(zip(content, content[1:], content[2:], strict=False))
+    return longest >= 8 or (len(content) >= 12 and len(set(trigrams)) < 0.4 * len(trigrams))
 
-    Empty: no token before the end of turn. Repetitive: a run of 8 equal tokens, or under 40%
-    distinct trigrams in an answer of 12 tokens or more. Distinct: distinct first-8-token
-    openings over all answers (1.0 when every prompt gets its own answer).
-    """
-    empty = repetitive = 0
-    openings = set()
-    for a in answers:
-        content = [t for t in a if not is_end(t)]
-        openings.add(tuple(content[:8]))
-        if not content:
-            empty += 1
-            continue
-        run = longest = 1
-        for x, y in itertools.pairwise(content):
-            run = run + 1 if x == y else 1
-            longest = max(longest, run)
-        trigrams = list(zip(content, content[1:], content[2:], strict=False))
-        few = len(content) >= 12 and len(set(trigrams)) < 0.4 * len(trigrams)
-        if longest >= 8 or few:
-            repetitive += 1
+
+def degeneration(answers: list[list[int]], is_end: Any) -> dict[str, Any]:
+    """Shares of ``answers`` (token lists) that are empty, repetitive (``degenerate`` and not
+    empty), and of distinct openings (distinct first-8-token openings over all answers: 1.0
+    when every prompt gets its own answer); ``at``, the indices of the degenerate answers, and
+    the number of ``answers``."""
+    at = [i for i, a in enumerate(answers) if degenerate(a, is_end)]
+    empty = sum(not [t for t in answers[i] if not is_end(t)] for i in at)
+    openings = {tuple([t for t in a if not is_end(t)][:8]) for a in answers}
     n = max(len(answers), 1)
     return {
         "empty": empty / n,
-        "repetitive": repetitive / n,
-        "degenerate": (empty + repetitive) / n,
+        "repetitive": (len(at) - empty) / n,
+        "degenerate": len(at) / n,
         "distinct": len(openings) / n,
+        "at": at,
+        "answers": len(answers),
     }
+
+
+def general_ability(
+    base: dict[str, Any], candidate: dict[str, Any], allowed: int = 0
+) -> tuple[bool, list[int]]:
+    """The general-ability verdict from two ``degeneration`` results on the same prompts, and
+    the prompts where the candidate's answer degenerates and the base model's does not.
+
+    At most ``allowed`` answers (the ``gate_new_degenerate`` setting, default 0) may degenerate
+    where the base model's do not (the base model's own loops, such as SmolLM2's "10 kilometres
+    is equal to 1000000...", are no fault of the adapter), and the
+    candidate may have at most 8 fewer distinct openings (of 32 prompts, a quarter; a count, so
+    fewer prompts never tighten it). Sized on 56 adapters of the learning benchmark
+    (docs/benchmarks.md, 2026-12-03): every answer that turned degenerate was a loop ("I'm
+    sorry, I'm sorry, ...", "A: A: A: ..."); the margin this replaced (4 more degenerate answers
+    than the base model's) served adapters with up to 4 of them."""
+    new = sorted(set(candidate["at"]) - set(base["at"]))
+    fewer = round((base["distinct"] - candidate["distinct"]) * candidate["answers"])
+    return len(new) <= allowed and fewer <= 8, new
 
 
 def _base_answers(
@@ -246,6 +267,7 @@ def evaluate(
     *,
     max_kl: float = 0.5,
     step_kl: float = 0.25,
+    new_degenerate: int = 0,
     tolerance: float = 0.02,
     min_heldout: int = 4,
     answer_tokens: int = 32,
@@ -278,7 +300,7 @@ def evaluate(
         kl = _kl(mine, base)
         kl_parent = _kl(mine, ref) if parent is not None else kl
         answers = [scorer.answer(p, answer_tokens) for p in prompts]
-        shown = [scorer.llm.detokenize(a).decode("utf-8", "replace") for a in answers[:4]]
+        text = [scorer.llm.detokenize(a).decode("utf-8", "replace") for a in answers]
         ability = {
             "base": degeneration(base_answers, scorer.is_end),
             "candidate": degeneration(answers, scorer.is_end),
@@ -297,13 +319,10 @@ def evaluate(
         )
     checks["drift_under_limit"] = kl <= max_kl
     checks["step_under_limit"] = kl_parent <= step_kl
-    # At most 4 more degenerate answers and 8 fewer distinct openings than the base model's
-    # (of 32 prompts: an eighth and a quarter); counts, so fewer prompts never tighten it.
-    b, c, n = ability["base"], ability["candidate"], len(prompts)
-    checks["general_ability"] = (
-        round((c["degenerate"] - b["degenerate"]) * n) <= 4
-        and round((b["distinct"] - c["distinct"]) * n) <= 8
+    checks["general_ability"], new = general_ability(
+        ability["base"], ability["candidate"], new_degenerate
     )
+    ability["new_degenerate"] = [{"prompt": i, "answer": text[i]} for i in new]
     return {
         "passed": all(checks.values()),
         "checks": checks,
@@ -315,7 +334,7 @@ def evaluate(
         "max_kl": max_kl,
         "step_kl": step_kl,
         "ability": ability,
-        "answers": shown,
+        "answers": text[:4],
         "tolerance": tolerance,
         "heldout": len(heldout),
         "compared_with": str(parent) if parent else "base model",

@@ -259,6 +259,13 @@ class Settings(BaseSettings):
         le=100,
         description="Promotion gate: the most KL to its parent adapter one update may add.",
     )
+    gate_new_degenerate: int = Field(
+        0,
+        ge=0,
+        le=32,
+        description="Promotion gate: how many of the 32 general prompts may get an empty or "
+        "looping answer from an adapter where the base model's answer is sound (0: none).",
+    )
     auto_activate: bool = Field(
         True, description="Hot-load a new adapter as soon as it passes the promotion gate."
     )

@@ -149,7 +149,12 @@ def test_the_gate_accepts_a_gentle_adapter_and_rejects_a_drifting_one(
     gentle = make_adapter(any_gguf, torch_cache, tmp_path / "g", seed=5, scale=0.004)
     wild = make_adapter(any_gguf, torch_cache, tmp_path / "w", seed=6, scale=0.3)
     cache = tmp_path / "cache.json"
-    ok = gate.evaluate(any_gguf, gentle, None, held, prompts, max_kl=0.5, cache=cache)
+    # The random-weight model answers noise, which a nudge may turn into a loop by chance; on
+    # SmolLM2 no answer may degenerate where the base model's does not.
+    loose = 32 if model == "qwen3" else 0
+    ok = gate.evaluate(
+        any_gguf, gentle, None, held, prompts, max_kl=0.5, new_degenerate=loose, cache=cache
+    )
     assert ok["checks"]["drift_under_limit"] and ok["kl_to_base"] < 0.5
     assert ok["checks"]["step_under_limit"] and ok["kl_to_parent"] == ok["kl_to_base"]
     assert ok["checks"]["general_ability"] and ok["skipped"] == []
@@ -174,12 +179,38 @@ def test_degeneration_counts_empty_repeated_and_collapsed_answers() -> None:
         "repetitive": 0.0,
         "degenerate": 0.0,
         "distinct": 1.0,
+        "at": [],
+        "answers": 32,
     }
     collapsed = [[7, 8, 9, 7, 8, 9, end]] * 32
     assert gate.degeneration(collapsed, lambda t: t == end)["distinct"] == 1 / 32
     looping = [[5] * 10, [end], [1, 2] * 10, [3, 4, 6, end]]
     got = gate.degeneration(looping, lambda t: t == end)
     assert got["empty"] == 0.25 and got["repetitive"] == 0.5 and got["degenerate"] == 0.75
+    assert got["at"] == [0, 1, 2]
+
+
+def test_one_new_loop_fails_general_ability_and_the_base_models_own_loops_are_excused() -> None:
+    """Measured on the learning benchmark's adapters: a served adapter that loops ("I'm sorry,
+    I'm sorry, ...") on one general prompt where the base model answers is a regression, while
+    SmolLM2's own "10 kilometres is equal to 1000000..." is no fault of the adapter."""
+    end = 0
+
+    def ability(answers: list[list[int]]) -> dict:
+        return gate.degeneration(answers, lambda t: t == end)
+
+    answers = [[i, i + 1, i + 2, end] for i in range(1, 33)]
+    base_loop = [*answers[:5], [1, 2] * 8 + [end], *answers[6:]]
+    base = ability(base_loop)
+    assert gate.general_ability(base, ability(base_loop)) == (True, [])  # the same loop
+    assert gate.general_ability(base, ability(answers)) == (True, [])  # loops less
+    sorry = [9, 8, 7] * 6 + [end]  # "I'm sorry, I'm sorry, ..."
+    worse = [*base_loop[:20], sorry, *base_loop[21:]]
+    assert gate.general_ability(base, ability(worse)) == (False, [20])
+    # Collapse: many prompts, one answer, none of them repetitive.
+    same = [[40, 41, 42, 43, end]] * 32
+    assert ability(same)["degenerate"] == 0
+    assert gate.general_ability(base, ability(same))[0] is False
 
 
 @pytest.mark.slow

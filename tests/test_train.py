@@ -43,6 +43,8 @@ def small(**kw: object) -> train.TrainConfig:
             "max_seq_len": 1024,
             "gate_max_kl": 100.0,
             "gate_step_kl": 100.0,
+            # random-weight models answer noise, and noise loops or not by chance
+            "gate_new_degenerate": 32,
             "target_kl": 0.0,
             "gate_prompts": 4,  # the gate's own tests (test_adapters) use all 32
             **kw,

@@ -73,6 +73,8 @@ def gate_text(row: dict[str, Any]) -> Text:
             f"{fmt(c.get('degenerate'))}, distinct {fmt(b.get('distinct'))} → "
             f"{fmt(c.get('distinct'))}\n"
         )
+        for d in (ability.get("new_degenerate") or [])[:3]:
+            text.append(f"  degenerates where the base model does not: {d['answer'][:60]!r}\n")
     for name, ok in (gate.get("checks") or {}).items():
         text.append(
             f"  {'✓' if ok else '✗'} {name.replace('_', ' ')}\n", style="green" if ok else "red"

@@ -101,6 +101,7 @@ class TrainConfig:
     seed: int = 0
     gate_max_kl: float = 0.5  # cumulative drift budget: KL to the base model
     gate_step_kl: float = 0.25  # per-update drift limit: KL to the parent adapter
+    gate_new_degenerate: int = 0  # general prompts an adapter may make degenerate (tests: more)
     gate_prompts: int = 32  # general prompts of the ability check (fewer only in tests)
 
     def __post_init__(self) -> None:
@@ -164,6 +165,7 @@ class TrainConfig:
             threads=s.train_threads,
             gate_max_kl=s.gate_max_kl,
             gate_step_kl=s.gate_step_kl,
+            gate_new_degenerate=s.gate_new_degenerate,
         )
 
 

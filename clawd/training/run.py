@@ -244,6 +244,7 @@ def _train(
         result["general"],
         max_kl=cfg.gate_max_kl,
         step_kl=cfg.gate_step_kl,
+        new_degenerate=cfg.gate_new_degenerate,
         cache=home / "cache" / f"gate-{digest[:16]}.json",
         threads=cfg.threads,
     )
