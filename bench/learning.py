@@ -156,6 +156,10 @@ class Loop:
             "kl_to_base": gate.get("kl_to_base"),
             "gate_passed": gate.get("passed"),
             "failed_checks": [k for k, ok in (gate.get("checks") or {}).items() if not ok],
+            # general answers that degenerated where the base model's did not (quoted)
+            "new_degenerate": [
+                d["answer"] for d in (gate.get("ability") or {}).get("new_degenerate", [])
+            ],
             "samples": run["n_samples"],
             "seconds": (row.get("manifest") or {}).get("seconds"),  # per phase, gate included
             # what the trainer measured of each hinted sample's own answers (train_method
