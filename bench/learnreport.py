@@ -98,8 +98,9 @@ def diagnosis(result: dict[str, Any]) -> str:
     k = result["config"]["interactions"]
     lines = [
         "| method | updates | turns the checkers call violations | signal scores +1 / 0 / -1 "
-        "| passed the gate | rejected: drift | rejected: held-out checks only |",
-        "|---|---|---|---|---|---|---|",
+        "| passed the gate | rejected: drift | rejected: general ability | rejected: held-out "
+        "checks only |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for method in result["config"]["methods"]:
         rows = [
@@ -114,12 +115,16 @@ def diagnosis(result: dict[str, Any]) -> str:
         scores = [x for row in rows for x in row["signal_scores"]]
         share = " / ".join(f"{scores.count(v) / max(len(scores), 1):.0%}" for v in (1, 0, -1))
         failed = [row["train"]["failed_checks"] for row in rows]
-        drift = sum("drift_under_limit" in f for f in failed)
-        held = sum(bool(f) and "drift_under_limit" not in f for f in failed)
+        drifted = ["drift_under_limit" in f or "step_under_limit" in f for f in failed]
+        drift = sum(drifted)
+        ability = sum(
+            "general_ability" in f and not d for f, d in zip(failed, drifted, strict=True)
+        )
+        held = sum(bool(f) for f in failed) - drift - ability
         violations = statistics.fmean(row["violations"] / k for row in rows)
         lines.append(
             f"| {method} | {len(rows)} | {violations:.0%} | {share} "
-            f"| {len(rows) - drift - held} | {drift} | {held} |"
+            f"| {len(rows) - drift - ability - held} | {drift} | {ability} | {held} |"
         )
     return "\n".join(lines)
 
