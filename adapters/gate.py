@@ -226,9 +226,9 @@ def general_ability(
 
     At most ``allowed`` answers (the ``gate_new_degenerate`` setting, default 0) may degenerate
     where the base model's do not (the base model's own loops, such as SmolLM2's "10 kilometres
-    is equal to 1000000...", are no fault of the adapter), and the
-    candidate may have at most 8 fewer distinct openings (of 32 prompts, a quarter; a count, so
-    fewer prompts never tighten it). Sized on 56 adapters of the learning benchmark
+    is equal to 1000000...", are no fault of the adapter), and the candidate may have at most 8
+    fewer distinct openings (of 32 prompts, a quarter; a count, so fewer prompts never tighten
+    it). Sized on 56 adapters of the learning benchmark
     (docs/benchmarks.md, 2026-12-03): every answer that turned degenerate was a loop ("I'm
     sorry, I'm sorry, ...", "A: A: A: ..."); the margin this replaced (4 more degenerate answers
     than the base model's) served adapters with up to 4 of them."""

@@ -209,6 +209,8 @@ def test_bad_settings_are_refused() -> None:
         train.TrainConfig(hint_placement="nowhere")
     with pytest.raises(ValueError, match="w_opd/w_rl"):
         train.TrainConfig(w_opd=0.0, w_rl=0.0)
+    with pytest.raises(ValueError, match="gate_new_degenerate"):
+        train.TrainConfig(gate_new_degenerate=-1)
 
 
 def test_a_method_trains_only_on_samples_it_can_learn_from(

@@ -128,6 +128,7 @@ class TrainConfig:
             "distill_topk": 0 <= self.distill_topk <= 1024,
             "gate_max_kl/gate_step_kl": self.gate_max_kl > 0 and self.gate_step_kl > 0,
             "gate_prompts": 1 <= self.gate_prompts <= 32,
+            "gate_new_degenerate": 0 <= self.gate_new_degenerate <= 32,
             "norm_tokens": self.norm_tokens >= 1,
             "hint_placement": self.hint_placement in ("user", "system"),
             "w_opd/w_rl": min(self.w_opd, self.w_rl) >= 0 and max(self.w_opd, self.w_rl) > 0,
