@@ -185,12 +185,8 @@ def _along(scorer: Scorer, general: list[tuple[list[int], int]]) -> list[np.ndar
     return [scorer.log_softmax(t, s - 1)[:-1] for t, s in general]
 
 
-def degenerate(answer: list[int], is_end: Any) -> bool:
-    """Whether one answer (token list) is empty or repetitive: no token before the end of
-    turn, a run of 8 equal tokens, or under 40% distinct trigrams in 12 tokens or more."""
-    content = [t for t in answer if not is_end(t)]
-    if not content:
-        return True
+def _repetitive(content: list[int]) -> bool:
+    """A run of 8 equal tokens, or under 40% distinct trigrams in 12 tokens or more."""
     run = longest = 1
     for x, y in itertools.pairwise(content):
         run = run + 1 if x == y else 1
@@ -200,19 +196,19 @@ def degenerate(answer: list[int], is_end: Any) -> bool:
 
 
 def degeneration(answers: list[list[int]], is_end: Any) -> dict[str, Any]:
-    """Shares of ``answers`` (token lists) that are empty, repetitive (``degenerate`` and not
-    empty), and of distinct openings (distinct first-8-token openings over all answers: 1.0
-    when every prompt gets its own answer); ``at``, the indices of the degenerate answers, and
-    the number of ``answers``."""
-    at = [i for i, a in enumerate(answers) if degenerate(a, is_end)]
-    empty = sum(not [t for t in answers[i] if not is_end(t)] for i in at)
-    openings = {tuple([t for t in a if not is_end(t)][:8]) for a in answers}
+    """Shares of ``answers`` (token lists) that are empty (no token before the end of turn),
+    repetitive (``_repetitive``) and of distinct openings (distinct first-8-token openings over
+    all answers: 1.0 when every prompt gets its own answer); ``at``, the indices of the empty or
+    repetitive answers, and the number of ``answers``."""
+    contents = [[t for t in a if not is_end(t)] for a in answers]
+    at = [i for i, c in enumerate(contents) if not c or _repetitive(c)]
+    empty = sum(not contents[i] for i in at)
     n = max(len(answers), 1)
     return {
         "empty": empty / n,
         "repetitive": (len(at) - empty) / n,
         "degenerate": len(at) / n,
-        "distinct": len(openings) / n,
+        "distinct": len({tuple(c[:8]) for c in contents}) / n,
         "at": at,
         "answers": len(answers),
     }
@@ -228,10 +224,10 @@ def general_ability(
     where the base model's do not (the base model's own loops, such as SmolLM2's "10 kilometres
     is equal to 1000000...", are no fault of the adapter), and the candidate may have at most 8
     fewer distinct openings (of 32 prompts, a quarter; a count, so fewer prompts never tighten
-    it). Sized on 56 adapters of the learning benchmark
-    (docs/benchmarks.md, 2026-12-03): every answer that turned degenerate was a loop ("I'm
-    sorry, I'm sorry, ...", "A: A: A: ..."); the margin this replaced (4 more degenerate answers
-    than the base model's) served adapters with up to 4 of them."""
+    it). Sized on 56 adapters of the learning benchmark (docs/benchmarks.md, 2026-12-03): every
+    answer that turned degenerate was a loop ("I'm sorry, I'm sorry, ...", "A: A: A: ..."); the
+    margin this replaced (4 more degenerate answers than the base model's) served adapters with
+    up to 4 of them."""
     new = sorted(set(candidate["at"]) - set(base["at"]))
     fewer = round((base["distinct"] - candidate["distinct"]) * candidate["answers"])
     return len(new) <= allowed and fewer <= 8, new
