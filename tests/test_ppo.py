@@ -8,7 +8,7 @@ from typing import Any
 import torch
 
 from clawd.chattemplate import ChatTemplate, teacher_messages
-from clawd.training import ppo, torchmodel
+from clawd.training import losses, ppo, torchmodel
 from clawd.training.batches import Example
 from clawd.training.config import TrainConfig
 
@@ -61,3 +61,42 @@ def test_topk_distillation_teaches_a_token_the_student_never_wrote(
     assert len(steps) == 6 and all(s["distill"] > 0 for s in steps)
     # Measured: x2.5 with OPD alone, x23 with top-16 distillation.
     assert distilled > 10 * before and distilled > 4 * opd_only
+
+
+def _landing(gguf: Path, cache: Path, max_halvings: int) -> tuple[dict, float, list[dict]]:
+    """Train one sample at a learning rate far too large for the trust region (0.05); return
+    how the update ended, the KL to the pre-update weights where it ended, and its steps."""
+    model, tok = torchmodel.load(gguf, cache)
+    template = ChatTemplate.from_gguf(gguf)
+    msgs = [{"role": "user", "content": "What is the moon made of?"}]
+    hint = "Answer in one sentence."
+    plain = tok(template.render(msgs), add_special_tokens=False)["input_ids"]
+    hinted = tok(template.render(teacher_messages(msgs, hint)), add_special_tokens=False)
+    served = "The moon is made of rock, dust and a little ice, and it has no air.<|im_end|>"
+    response = tok(served, add_special_tokens=False)["input_ids"]
+    cfg = TrainConfig(
+        lr=1e-2, epochs=4, batch_size=1, target_kl=0.05, kl_coef=0.0, max_halvings=max_halvings
+    )
+    model = ppo.peft_model(model, cfg, None)
+    example = Example(1, "opd+rl", hint, -1.0, plain, hinted["input_ids"], response)
+    ppo.score_examples(model, [example], cfg)
+    steps: list[dict] = []
+    ended = ppo.train_steps(model, [example], cfg, steps.append)
+    with torch.no_grad():
+        _, _, logp = ppo._forward(model, [example])
+    kl = losses.mean_k3_kl(logp, torch.tensor([example.old_lp]), torch.ones_like(logp)).item()
+    return ended, kl, steps
+
+
+def test_a_step_that_overshoots_the_trust_region_is_undone_and_retaken_smaller(
+    smollm2_gguf: Path, torch_cache: Path
+) -> None:
+    """Adam's first step moves every weight by about lr: at lr 1e-2 it lands far past a trust
+    region of 0.05 nats per token. Without undoing, the update keeps that step; with it, the
+    step is taken back and retaken at half the rate until it lands within 2 x target_kl."""
+    kept, kl_kept, _ = _landing(smollm2_gguf, torch_cache, max_halvings=0)
+    assert kept["undone"] == 0 and kept["stopped_early"] and kl_kept > 2 * 0.05
+    ended, kl, steps = _landing(smollm2_gguf, torch_cache, max_halvings=12)
+    assert ended["undone"] >= 1 and ended["lr"] == 1e-2 / 2 ** ended["undone"]
+    assert ended["steps"] >= 1 and kl <= 2 * 0.05  # it ended inside the allowance
+    assert [s["lr"] for s in steps][-1] == ended["lr"]  # the kept step was taken at that rate

@@ -53,6 +53,10 @@ class TrainConfig:
     kl_coef: float = 0.05  # initial coefficient of the KL-to-base penalty, adapted per step
     base_kl_target: float = 0.5  # the penalty adapts to keep KL to base per token near this
     target_kl: float = 0.05  # trust region: stop the update's steps past this KL to pre-update
+    # A step landing past overshoot x target_kl is undone and retaken at half the rate
+    # (ppo.train_steps), at most max_halvings times an update.
+    overshoot: float = 2.0
+    max_halvings: int = 4
     replay: int = 16  # earlier trained samples replayed per run, at most as many as new ones
     hindsight: bool = False  # also distil toward the answer the hinted model writes itself
     hindsight_max_tokens: int = 128
@@ -116,6 +120,8 @@ class TrainConfig:
             "kl_coef": self.kl_coef >= 0,
             "base_kl_target": self.base_kl_target >= 0,
             "target_kl": self.target_kl >= 0,
+            "overshoot": self.overshoot >= 1,
+            "max_halvings": 0 <= self.max_halvings <= 20,
             "replay": 0 <= self.replay <= 4096,
             "hindsight_max_tokens": 1 <= self.hindsight_max_tokens <= 4096,
             "hindsight_relevance": 0 <= self.hindsight_relevance <= 1,

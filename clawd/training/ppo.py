@@ -14,6 +14,7 @@ Run alone: see ``clawd.training.run`` (this module has no state of its own).
 
 from __future__ import annotations
 
+import copy
 import random
 from collections.abc import Callable
 from pathlib import Path
@@ -121,13 +122,23 @@ def train_steps(
 ) -> dict[str, Any]:
     """PPO epochs over the scored examples; raises NonFinite on a NaN or infinite value.
 
-    Returns how the update ended: ``stopped_early`` (the trust region ended it), ``steps``,
-    ``kl_coef`` (the penalty's coefficient after adapting, for the next run to start from).
+    The trust region: before each step the KL to the pre-update weights is measured on the
+    coming batch; past ``target_kl`` the update stops. Adam's first step moves every parameter
+    by about ``lr`` whatever its gradient (``lr * g / |g|``), so one step can land far past the
+    region; a step that lands past ``overshoot * target_kl`` is undone and taken again at half
+    the learning rate, at most ``max_halvings`` times, then the update stops inside or just past
+    the region instead of wherever one step threw it.
+
+    ``on_step`` gets every step taken, numbered in order, undone ones too. Returns how the update
+    ended: ``stopped_early`` (the trust region ended it), ``steps`` (steps kept), ``undone``
+    (steps taken back), ``lr`` (the rate it ended at), ``kl_coef``
+    (the penalty's coefficient after adapting, for the next run to start from).
     """
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=0.0)
     rng = random.Random(cfg.seed)
-    step = 0
+    step = undone = taken = 0  # kept, taken back, taken (every step logs: its number)
+    lr = cfg.lr
     beta = cfg.kl_coef if kl_coef is None else kl_coef
     normalizer = float(cfg.batch_size * cfg.norm_tokens)
     # The reward's baseline is the run's mean reward (every example, not one batch).
@@ -136,82 +147,126 @@ def train_steps(
         torch.tensor([1.0 if e.has_reward else 0.0 for e in examples]),
     ).tolist()
     advantage_reward = dict(zip(map(id, examples), centred, strict=True))
+    batches: list[list[Example]] = []
     for _ in range(cfg.epochs):
         order = list(range(len(examples)))
         rng.shuffle(order)
-        for i in range(0, len(order), cfg.batch_size):
+        batches += [
+            [examples[k] for k in order[i : i + cfg.batch_size]]
+            for i in range(0, len(order), cfg.batch_size)
+        ]
+    saved: tuple[list[torch.Tensor], dict[str, Any], float] | None = None  # before the last step
+
+    def ended(stopped: bool, kl_step: float | None = None) -> dict[str, Any]:
+        out = {"stopped_early": stopped, "steps": step, "undone": undone, "lr": lr, "kl_coef": beta}
+        return out if kl_step is None else {**out, "kl_step": kl_step}
+
+    i = 0
+    while i <= len(batches):
+        if i == len(batches):  # after the last step: where did it land, on its own batch?
+            if cfg.target_kl <= 0 or saved is None:
+                break
+            with torch.no_grad():
+                batch, full, logp = _forward(model, batches[-1])
+        else:
             model.train()
-            chunk = [examples[k] for k in order[i : i + cfg.batch_size]]
-            batch = collate(chunk)
-            mask = batch["mask"]
-            t = mask.shape[1]
-            reward = torch.tensor([advantage_reward[id(e)] for e in chunk], device=mask.device)
-            adv = token_advantages(
-                batch["teacher_lp"],
-                batch["old_lp"],
-                reward,
-                batch["has_hint"],
-                batch["has_reward"],
+            batch, full, logp = _forward(model, batches[i])
+        mask = batch["mask"]
+        step_kl = mean_k3_kl(logp.detach(), batch["old_lp"], mask).item()
+        if cfg.target_kl > 0 and step_kl > cfg.target_kl:
+            if step_kl > cfg.overshoot * cfg.target_kl and saved and undone < cfg.max_halvings:
+                # The last step overshot the region: take it back and retake it at half the rate.
+                values, state, beta = saved
+                with torch.no_grad():
+                    for p, v in zip(params, values, strict=True):
+                        p.copy_(v)
+                opt.load_state_dict(state)
+                lr /= 2
+                for group in opt.param_groups:
+                    group["lr"] = lr
+                step, undone, saved, i = step - 1, undone + 1, None, i - 1
+                continue
+            if i < len(batches):
+                return ended(True, step_kl)  # Trust region (PPO early stopping): far enough.
+        if i == len(batches):
+            return ended(False, step_kl)
+        chunk = batches[i]
+        reward = torch.tensor([advantage_reward[id(e)] for e in chunk], device=mask.device)
+        adv = token_advantages(
+            batch["teacher_lp"],
+            batch["old_lp"],
+            reward,
+            batch["has_hint"],
+            batch["has_reward"],
+            mask,
+            cfg.w_opd,
+            cfg.w_rl,
+        )
+        distill = (  # the student's log-probs of the teacher's top-k, when it has them
+            topk_distill_loss(
+                log_probs_of(full, batch["top_ids"]),
+                batch["top_lp"],
+                batch["has_top"],
                 mask,
-                cfg.w_opd,
-                cfg.w_rl,
+                normalizer,
             )
-            full, targets = response_log_softmax(
-                model, batch["student_ids"], batch["student_attn"], batch["student_start"], t
-            )
-            logp = log_probs_of(full, targets)
-            distill = (  # the student's log-probs of the teacher's top-k, when it has them
-                topk_distill_loss(
-                    log_probs_of(full, batch["top_ids"]),
-                    batch["top_lp"],
-                    batch["has_top"],
-                    mask,
-                    normalizer,
-                )
-                if "top_ids" in batch
-                else torch.zeros((), device=mask.device)
-            )
-            step_kl = mean_k3_kl(logp.detach(), batch["old_lp"], mask).item()
-            if cfg.target_kl > 0 and step_kl > cfg.target_kl:
-                # Trust region (PPO early stopping): this update has moved far enough.
-                return {"stopped_early": True, "steps": step, "kl_coef": beta, "kl_step": step_kl}
-            loss, metrics = clipped_policy_loss(
-                logp, batch["old_lp"], adv, mask, normalizer, cfg.eps_low, cfg.eps_high
-            )
-            kl = k3_kl(logp, batch["ref_lp"], mask, normalizer)
-            total = loss + beta * kl + cfg.w_opd * distill
-            step += 1
-            if not torch.isfinite(total):
-                raise NonFinite(f"non-finite loss at step {step}")
-            opt.zero_grad()
-            total.backward()
-            grad_norm = torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
-            if not torch.isfinite(grad_norm):
-                raise NonFinite(f"non-finite gradient at step {step}")
-            opt.step()
-            n = mask.sum().clamp(min=1)
-            opd = (batch["teacher_lp"] - batch["old_lp"]) * batch["has_hint"][:, None] * mask
-            base_kl = mean_k3_kl(logp.detach(), batch["ref_lp"], mask).item()
-            used_beta = beta
-            if cfg.kl_coef > 0:
-                beta = adapt_kl_coef(beta, base_kl, cfg.base_kl_target)
-            on_step(
-                {
-                    "step": step,
-                    "loss": total.item(),
-                    "policy_loss": loss.item(),
-                    "kl": kl.item(),
-                    "distill": distill.item(),
-                    "kl_base": base_kl,
-                    "kl_step": step_kl,
-                    "kl_coef": used_beta,
-                    "adv_mean": (adv.sum() / n).item(),
-                    "adv_opd": (opd.sum() / n).item(),
-                    "adv_rl": ((reward * batch["has_reward"])[:, None] * mask).sum().item()
-                    / n.item(),
-                    "clip_fraction": metrics["clip_fraction"].item(),
-                    "grad_norm": grad_norm.item(),
-                    "tokens": int(n.item()),
-                }
-            )
-    return {"stopped_early": False, "steps": step, "kl_coef": beta}
+            if "top_ids" in batch
+            else torch.zeros((), device=mask.device)
+        )
+        loss, metrics = clipped_policy_loss(
+            logp, batch["old_lp"], adv, mask, normalizer, cfg.eps_low, cfg.eps_high
+        )
+        kl = k3_kl(logp, batch["ref_lp"], mask, normalizer)
+        total = loss + beta * kl + cfg.w_opd * distill
+        step, taken = step + 1, taken + 1
+        if not torch.isfinite(total):
+            raise NonFinite(f"non-finite loss at step {taken}")
+        if cfg.target_kl > 0:  # what an overshooting step is undone to
+            saved = ([p.detach().clone() for p in params], copy.deepcopy(opt.state_dict()), beta)
+        opt.zero_grad()
+        total.backward()
+        grad_norm = torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
+        if not torch.isfinite(grad_norm):
+            raise NonFinite(f"non-finite gradient at step {taken}")
+        opt.step()
+        i += 1
+        n = mask.sum().clamp(min=1)
+        opd = (batch["teacher_lp"] - batch["old_lp"]) * batch["has_hint"][:, None] * mask
+        base_kl = mean_k3_kl(logp.detach(), batch["ref_lp"], mask).item()
+        used_beta = beta
+        if cfg.kl_coef > 0:
+            beta = adapt_kl_coef(beta, base_kl, cfg.base_kl_target)
+        on_step(
+            {
+                "step": taken,
+                "loss": total.item(),
+                "policy_loss": loss.item(),
+                "kl": kl.item(),
+                "distill": distill.item(),
+                "kl_base": base_kl,
+                "kl_step": step_kl,
+                "kl_coef": used_beta,
+                "lr": lr,
+                "adv_mean": (adv.sum() / n).item(),
+                "adv_opd": (opd.sum() / n).item(),
+                "adv_rl": ((reward * batch["has_reward"])[:, None] * mask).sum().item() / n.item(),
+                "clip_fraction": metrics["clip_fraction"].item(),
+                "grad_norm": grad_norm.item(),
+                "tokens": int(n.item()),
+            }
+        )
+    return ended(False)
+
+
+def _forward(model: Any, chunk: list[Example]) -> tuple[dict[str, Any], Any, torch.Tensor]:
+    """One batch through the weights being trained: the collated batch, the log-softmax at its
+    response positions, and the log-probs of the served tokens."""
+    batch = collate(chunk)
+    full, targets = response_log_softmax(
+        model,
+        batch["student_ids"],
+        batch["student_attn"],
+        batch["student_start"],
+        batch["mask"].shape[1],
+    )
+    return batch, full, log_probs_of(full, targets)

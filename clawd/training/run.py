@@ -267,7 +267,9 @@ def _train(
         "gate": verdict,
         "metrics": {
             "final_loss": steps[-1]["loss"],
-            "steps": len(steps),
+            "steps": ended["steps"],  # kept; ``undone`` more were taken back (trust region)
+            "undone": ended["undone"],
+            "lr": ended["lr"],
             "stopped_early": ended["stopped_early"],
             "kl_coef": ended["kl_coef"],
         },
@@ -291,7 +293,7 @@ def _train(
         "run_id": run_id,
         "version": version,
         "path": str(final),
-        "steps": len(steps),
+        "steps": ended["steps"],
         "samples": len(trained_ids),
         "replayed": len(result["replayed"]),
         "stopped_early": ended["stopped_early"],

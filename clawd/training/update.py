@@ -130,6 +130,7 @@ def update(
     ppo.score_examples(model, examples, cfg)
     lap("score")
     total = cfg.epochs * math.ceil(len(examples) / cfg.batch_size)
+    total += cfg.max_halvings if cfg.target_kl > 0 else 0  # steps the trust region may retake
     steps: list[dict[str, float]] = []
 
     def step(m: dict[str, float]) -> None:
