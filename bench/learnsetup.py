@@ -100,7 +100,13 @@ CONFIGS = {
     "full": Config(list(PERSONAS), list(METHODS), 8, eval_prompts=12, seeds=[0, 1]),
     # The learner's claim, re-checkable in under 30 minutes: brief with oracle signals.
     "brief": Config(
-        ["brief"], ["oracle-hindsight"], 5, interactions=6, eval_prompts=5, train_lr=5e-4
+        ["brief"],
+        ["oracle-hindsight"],
+        5,
+        interactions=6,
+        eval_prompts=5,
+        train_lr=1e-4,  # the daemon's defaults: many small steps inside the trust region
+        train_epochs=6,
     ),
 }
 

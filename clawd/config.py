@@ -153,8 +153,20 @@ class Settings(BaseSettings):
         "(binary RL); 'hindsight' adds, for each hinted sample, the answer the model writes "
         "with the hint in context; or only one signal (for comparisons; bench/learning.py).",
     )
-    train_lr: float = Field(2e-4, gt=0, lt=1, description="LoRA learning rate.")
-    train_epochs: int = Field(2, ge=1, le=100, description="Passes over the samples per run.")
+    train_lr: float = Field(
+        1e-4,
+        gt=0,
+        lt=1,
+        description="LoRA learning rate: small, so an update is many small steps that the trust "
+        "region (train_target_kl) ends, not one large one.",
+    )
+    train_epochs: int = Field(
+        6,
+        ge=1,
+        le=100,
+        description="Passes over the samples per run, at most (the trust region "
+        "usually ends a run sooner).",
+    )
     train_niceness: int = Field(
         10,
         ge=0,
@@ -174,7 +186,8 @@ class Settings(BaseSettings):
         ge=0,
         le=10,
         description="Trust region of one update: its steps stop once the KL to the pre-update "
-        "model on the batch passes this (nats per token; 0 switches it off).",
+        "model on the batch passes this, and a step that lands past twice it is undone and "
+        "retaken at half the rate (nats per token; 0 switches it off).",
     )
     train_replay: int = Field(
         16,

@@ -44,8 +44,8 @@ def openmp_wait(environ: Mapping[str, str]) -> dict[str, str]:
 class TrainConfig:
     rank: int = 16
     alpha: float = 32.0
-    lr: float = 2e-4
-    epochs: int = 2
+    lr: float = 1e-4
+    epochs: int = 6
     batch_size: int = 4
     max_samples: int = 256
     eps_low: float = 0.2
