@@ -6,8 +6,9 @@ in context), and ``ref_lp`` (the base model, when the KL penalty is on), without
 centred reward, the clipped surrogate over a constant normaliser, with ``distill_topk`` a top-k
 distillation term toward the hinted teacher's likeliest tokens (``score_examples`` keeps them), a
 k3 KL-to-base penalty whose coefficient adapts step by step, and a trust region: the update
-stops once its KL to the pre-update weights passes ``target_kl``. It raises on a non-finite
-loss or gradient.
+stops once its KL to the pre-update weights passes ``target_kl``, and a step that lands past
+``overshoot`` times it is undone and retaken at half the rate. It raises on a non-finite loss
+or gradient.
 
 Run alone: see ``clawd.training.run`` (this module has no state of its own).
 """
