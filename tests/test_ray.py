@@ -177,7 +177,9 @@ def test_cancelling_the_trainer_cancels_the_ray_task_through_ray_client(
     )
     try:
         with d.client() as c:
-            trainer = c.post("/v1/train").json()["pid"]
+            started = c.post("/v1/train")
+            assert started.status_code == 202, started.text
+            trainer = started.json()["pid"]
             worker = _worker_pid(home, c)
             os.kill(trainer, signal.SIGTERM)
             done = ended_run(c)

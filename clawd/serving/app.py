@@ -62,11 +62,11 @@ class Daemon:
         self.model_sha256 = ""
         self.jobs: Jobs | None = None
 
-    def start_jobs(self) -> None:
-        """Background learning jobs; each has its own database connection."""
+    def make_jobs(self) -> Jobs:
+        """Background learning jobs (not started); each has its own database connection."""
         s = self.settings
         judge_path = resolve(s.judge_model, self.home) if s.judge_model else self.model_path
-        self.jobs = Jobs(
+        return Jobs(
             self.home,
             s,
             self.engine,
@@ -75,7 +75,6 @@ class Daemon:
             judge_path,
             self.model_sha256,
         )
-        self.jobs.start()
 
     def stop_jobs(self) -> None:
         if self.jobs is not None:
@@ -98,13 +97,16 @@ class Daemon:
                 store.event(
                     "serve", f"loaded {self.model_name}", seconds=round(time.perf_counter() - t0, 2)
                 )
+            # the jobs exist before the model serves: a request that finds the daemon ready
+            # finds them too (they start, and the judge loads, after)
+            self.jobs = self.make_jobs()
             self.state = "ok"
             log.info(
                 "model %s loaded (adapter %s)",
                 self.model_name,
                 self.engine.adapter_version or "none",
             )
-            self.start_jobs()
+            self.jobs.start()
         except (EngineError, OSError) as exc:
             self.state, self.error = "error", str(exc)
             log.error("cannot load the model: %s", exc)
