@@ -100,3 +100,43 @@ def test_a_step_that_overshoots_the_trust_region_is_undone_and_retaken_smaller(
     assert ended["undone"] >= 1 and ended["lr"] == 1e-2 / 2 ** ended["undone"]
     assert ended["steps"] >= 1 and kl <= 2 * 0.05  # it ended inside the allowance
     assert [s["lr"] for s in steps][-1] == ended["lr"]  # the kept step was taken at that rate
+
+
+def _hindsight_once(gguf: Path, cache: Path, hindsight: bool) -> tuple[float, float, float]:
+    """One update on the answer the hinted model would write ("Sam, ..."), as a hindsight
+    answer or as if the policy had written it; returns p(Sam first | plain) before and after
+    and p(Sam first | hinted) before."""
+    model, tok = torchmodel.load(gguf, cache)
+
+    def tokens(text: str) -> list[int]:
+        return tok(text, add_special_tokens=False)["input_ids"]
+
+    template = ChatTemplate.from_gguf(gguf)
+    msgs = [{"role": "user", "content": "How do I make my houseplants happy?"}]
+    hint = "Address the user by their name, Sam."
+    plain = tokens(template.render(msgs))
+    hinted = tokens(template.render(teacher_messages(msgs, hint)))
+    answer = tokens("Sam, plant care is light, water and patience.<|im_end|>")
+    name = [tokens("Sam")[0]]
+    cfg = TrainConfig(lr=1e-4, epochs=8, batch_size=1, target_kl=0.0, kl_coef=0.0)
+    model = ppo.peft_model(model, cfg, None)
+    before, teacher = _name_share(model, plain, name), _name_share(model, hinted, name)
+    example = Example(1, "opd", hint, 0.0, plain, hinted, answer, hindsight=hindsight)
+    ppo.score_examples(model, [example], cfg)
+    ppo.train_steps(model, [example], cfg, lambda _: None)
+    return before, _name_share(model, plain, name), teacher
+
+
+def test_a_hindsight_answer_rises_toward_its_teacher_past_ppos_clip(
+    smollm2_gguf: Path, torch_cache: Path
+) -> None:
+    """PPO's clip stops a token's own gradient at 1.28x its pre-update probability: right for
+    the policy's own answers, but the name of a hindsight answer is 260x likelier under the
+    hinted teacher than under the student. Clipped around the teacher (losses.teacher_bounds),
+    it rises toward the teacher's probability in one update, and not far past it."""
+    before, as_own, teacher = _hindsight_once(smollm2_gguf, torch_cache, hindsight=False)
+    _, as_hindsight, _ = _hindsight_once(smollm2_gguf, torch_cache, hindsight=True)
+    assert teacher > 20 * before  # the hint makes the name likely (measured: 0.0004 -> 0.09)
+    # Measured at lr 1e-4, 8 steps: 0.0016 clipped around the old weights (x4, the other
+    # tokens' gradients carry it past 1.28x), 0.052 clipped around the teacher.
+    assert as_hindsight > 10 * as_own and as_hindsight < 2 * teacher
