@@ -146,7 +146,6 @@ def collate(examples: list[Example]) -> dict[str, torch.Tensor]:
         "reward": torch.tensor([e.reward for e in examples]),
         "has_hint": torch.tensor([1.0 if e.teaches else 0.0 for e in examples]),
         "has_reward": torch.tensor([1.0 if e.has_reward else 0.0 for e in examples]),
-        "hindsight": torch.tensor([1.0 if e.hindsight else 0.0 for e in examples]),
     }
     k = max((len(e.top_ids[0]) for e in examples if e.top_ids), default=0)
     if k:

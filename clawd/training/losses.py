@@ -76,14 +76,11 @@ def clipped_policy_loss(
     normalizer: float,
     eps_low: float = 0.2,
     eps_high: float = 0.28,
-    bounds: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """PPO clipped surrogate with asymmetric clipping, summed over tokens / a constant.
 
     ``ratio_t = exp(logp_t - old_lp_t)``;
-    ``loss_t = -min(ratio_t * A_t, clip(ratio_t, lo_t, hi_t) * A_t)``, with
-    ``lo_t = 1 - eps_low`` and ``hi_t = 1 + eps_high`` unless ``bounds`` gives them per token
-    (``teacher_bounds``);
+    ``loss_t = -min(ratio_t * A_t, clip(ratio_t, 1 - eps_low, 1 + eps_high) * A_t)``;
     ``loss = sum_{b,t} mask * loss_t / normalizer``.
 
     Reduction: the sum over every response token of the batch divided by a *constant*
@@ -95,7 +92,6 @@ def clipped_policy_loss(
         logp: (B, T) log-probs under the weights being trained (with gradient).
         old_lp, advantages, mask: (B, T), without gradient.
         normalizer: a constant, e.g. sequences per batch x a fixed token budget.
-        bounds: (lo, hi), each (B, T), or None for the constant bounds.
     Returns:
         the scalar loss and detached metrics (clip fraction, mean ratio).
     """
@@ -103,8 +99,7 @@ def clipped_policy_loss(
         raise ValueError("normalizer must be positive")
     ratio = torch.exp(logp - old_lp)
     unclipped = ratio * advantages
-    lo, hi = bounds if bounds is not None else (1.0 - eps_low, 1.0 + eps_high)
-    clipped = torch.clamp(ratio, lo, hi) * advantages
+    clipped = torch.clamp(ratio, 1.0 - eps_low, 1.0 + eps_high) * advantages
     per_token = -torch.minimum(unclipped, clipped) * mask
     loss = per_token.sum() / normalizer
     n = mask.sum().clamp(min=1.0)
@@ -112,46 +107,6 @@ def clipped_policy_loss(
         was_clipped = ((clipped < unclipped) & (mask > 0)).float().sum() / n
         metrics = {"clip_fraction": was_clipped, "ratio_mean": (ratio * mask).sum() / n}
     return loss, metrics
-
-
-def teacher_bounds(
-    old_lp: torch.Tensor,
-    teacher_lp: torch.Tensor,
-    offpolicy: torch.Tensor,
-    eps_low: float = 0.2,
-    eps_high: float = 0.28,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per-token clip bounds of the ratio to the pre-update weights: PPO's on the policy's own
-    answers, the teacher's on answers another policy wrote (hindsight answers).
-
-    With ``t_t = exp(teacher_lp_t - old_lp_t)``, how much likelier the hinted teacher finds the
-    token than the student did before the update:
-
-        on-policy rows:   lo_t = 1 - eps_low,                 hi_t = 1 + eps_high;
-        off-policy rows:  lo_t = min(1 - eps_low, t_t (1 - eps_low)),
-                          hi_t = max(1 + eps_high, t_t (1 + eps_high)).
-
-    PPO's range keeps a ratio near the policy that sampled the tokens. A hindsight answer was
-    sampled by the hinted teacher, so its range is around the teacher: a token the teacher
-    likes 20x more than the student (a closing question, the user's name) may rise to about
-    the teacher's probability in one update instead of 1.28x, and stops there; a token the
-    teacher likes less may fall to about the teacher's. The policy's drift is bounded by the
-    trust region, measured on the on-policy rows.
-
-    Args:
-        old_lp, teacher_lp: (B, T) log-probs of the answer's tokens, plain context with the
-            pre-update weights and hinted context.
-        offpolicy: (B,) 0/1: which rows are answers the policy did not write.
-    Returns:
-        (lo, hi), each (B, T).
-    """
-    t = torch.exp(teacher_lp - old_lp)
-    lo = torch.full_like(old_lp, 1.0 - eps_low)
-    hi = torch.full_like(old_lp, 1.0 + eps_high)
-    off = offpolicy[:, None].bool().expand_as(old_lp)
-    lo = torch.where(off, torch.minimum(lo, t * (1.0 - eps_low)), lo)
-    hi = torch.where(off, torch.maximum(hi, t * (1.0 + eps_high)), hi)
-    return lo, hi
 
 
 def topk_distill_loss(

@@ -3,13 +3,12 @@
 ``score_examples`` fills each example's ``old_lp`` (plain context) and ``teacher_lp`` (the hint
 in context), and ``ref_lp`` (the base model, when the KL penalty is on), without gradient.
 ``train_steps`` then runs PPO epochs on ``clawd.training.losses``: token advantages with a
-centred reward, the clipped surrogate over a constant normaliser (hindsight answers clipped
-around the teacher that wrote them, ``losses.teacher_bounds``), with ``distill_topk`` a top-k
+centred reward, the clipped surrogate over a constant normaliser, with ``distill_topk`` a top-k
 distillation term toward the hinted teacher's likeliest tokens (``score_examples`` keeps them), a
 k3 KL-to-base penalty whose coefficient adapts step by step, and a trust region: the update
-stops once its KL to the pre-update weights (on the policy's own answers) passes
-``target_kl``, and a step that lands past ``overshoot`` times it is undone and retaken at half
-the rate. It raises on a non-finite loss or gradient.
+stops once its KL to the pre-update weights passes ``target_kl``, and a step that lands past
+``overshoot`` times it is undone and retaken at half the rate. It raises on a non-finite loss
+or gradient.
 
 Run alone: see ``clawd.training.run`` (this module has no state of its own).
 """
@@ -32,7 +31,6 @@ from clawd.training.losses import (
     clipped_policy_loss,
     k3_kl,
     mean_k3_kl,
-    teacher_bounds,
     token_advantages,
     topk_distill_loss,
 )
@@ -126,8 +124,7 @@ def train_steps(
     """PPO epochs over the scored examples; raises NonFinite on a NaN or infinite value.
 
     The trust region: before each step the KL to the pre-update weights is measured on the
-    coming batch's own answers (all its rows when it holds hindsight answers only); past
-    ``target_kl`` the update stops. Adam's first step moves every parameter
+    coming batch; past ``target_kl`` the update stops. Adam's first step moves every parameter
     by about ``lr`` whatever its gradient (``lr * g / |g|``), so one step can land far past the
     region; a step that lands past ``overshoot * target_kl`` is undone and taken again at half
     the learning rate, at most ``max_halvings`` times, then the update stops inside or just past
@@ -176,11 +173,7 @@ def train_steps(
             model.train()
             batch, full, logp = _forward(model, batches[i])
         mask = batch["mask"]
-        # KL estimates hold on the policy's own answers: hindsight rows were written by the
-        # hinted teacher (a batch of nothing else is measured on them, which overstates it)
-        own = mask * (1.0 - batch["hindsight"])[:, None]
-        region = own if own.sum() > 0 else mask
-        step_kl = mean_k3_kl(logp.detach(), batch["old_lp"], region).item()
+        step_kl = mean_k3_kl(logp.detach(), batch["old_lp"], mask).item()
         if cfg.target_kl > 0 and step_kl > cfg.target_kl:
             if step_kl > cfg.overshoot * cfg.target_kl and saved and undone < cfg.max_halvings:
                 # The last step overshot the region: take it back and retake it at half the rate.
@@ -221,17 +214,10 @@ def train_steps(
             if "top_ids" in batch
             else torch.zeros((), device=mask.device)
         )
-        bounds = (  # a hindsight answer may move toward the teacher that wrote it
-            teacher_bounds(
-                batch["old_lp"], batch["teacher_lp"], batch["hindsight"], cfg.eps_low, cfg.eps_high
-            )
-            if batch["hindsight"].any()
-            else None
-        )
         loss, metrics = clipped_policy_loss(
-            logp, batch["old_lp"], adv, mask, normalizer, cfg.eps_low, cfg.eps_high, bounds
+            logp, batch["old_lp"], adv, mask, normalizer, cfg.eps_low, cfg.eps_high
         )
-        kl = k3_kl(logp, batch["ref_lp"], own, normalizer)
+        kl = k3_kl(logp, batch["ref_lp"], mask, normalizer)
         total = loss + beta * kl + cfg.w_opd * distill
         step, taken = step + 1, taken + 1
         if not torch.isfinite(total):
@@ -247,7 +233,7 @@ def train_steps(
         i += 1
         n = mask.sum().clamp(min=1)
         opd = (batch["teacher_lp"] - batch["old_lp"]) * batch["has_hint"][:, None] * mask
-        base_kl = mean_k3_kl(logp.detach(), batch["ref_lp"], region).item()
+        base_kl = mean_k3_kl(logp.detach(), batch["ref_lp"], mask).item()
         used_beta = beta
         if cfg.kl_coef > 0:
             beta = adapt_kl_coef(beta, base_kl, cfg.base_kl_target)
