@@ -1,4 +1,5 @@
-"""Start the real daemon as a subprocess on a model, for benchmarks and black-box tests.
+"""Start the real daemon as a subprocess on a model, for benchmarks and black-box tests, and
+tidy its home afterwards.
 
 Not run alone: ``bench.serve``, ``bench.learning`` and the REST tests call ``start_daemon``.
 """
@@ -92,3 +93,18 @@ def start_daemon(
         time.sleep(0.2)
     proc.kill()
     raise RuntimeError(f"daemon not healthy after {timeout}s: {log.read_text()}")
+
+
+WEIGHTS = ("adapter.gguf", "adapter_model.safetensors", "adapter_model.bin")
+
+
+def drop_adapter_weights(home: Path) -> int:
+    """Remove the adapters' weight files under ``home/adapters`` (finished and unfinished
+    versions, the peft copy included) and keep everything else: the store, the logs, each
+    adapter's report and manifest. Returns the bytes freed."""
+    freed = 0
+    for path in sorted((home / "adapters").rglob("*")):
+        if path.name in WEIGHTS and path.is_file() and not path.is_symlink():
+            freed += path.stat().st_size
+            path.unlink()
+    return freed

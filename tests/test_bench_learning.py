@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from bench import learning, learnreport
+from bench.daemon import drop_adapter_weights
 from bench.personas import EVAL_PROMPTS, INTERACTION_PROMPTS, PERSONAS, SimulatedUser
 
 
@@ -56,3 +57,27 @@ def test_personas_check_what_they_say_and_never_leak_the_rule() -> None:
         assert user.reply("ok.") in (None, *brief.thanks)
     assert user.oracle("word " * 40) == (-1, "Answer in at most 30 words.")
     assert not set(INTERACTION_PROMPTS) & set(EVAL_PROMPTS) and len(PERSONAS) >= 5
+
+
+def test_a_runs_home_keeps_its_reports_and_store_without_the_adapter_weights(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "home"
+    kept = [
+        home / "clawd.db",
+        home / "adapters" / "v1" / "report.json",
+        home / "adapters" / "v1" / "manifest.json",
+        home / "adapters" / "v1" / "peft" / "adapter_config.json",
+    ]
+    weights = [
+        home / "adapters" / "v1" / "adapter.gguf",
+        home / "adapters" / "v1" / "peft" / "adapter_model.safetensors",
+        home / "adapters" / ".tmp-x" / "adapter.gguf",  # a run that never finished
+    ]
+    for i, path in enumerate(kept + weights):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"x" * (i + 1))
+    assert drop_adapter_weights(home) == sum(range(len(kept) + 1, len(kept) + len(weights) + 1))
+    assert all(p.exists() for p in kept) and not any(p.exists() for p in weights)
+    assert drop_adapter_weights(home) == 0  # nothing left to free
+    assert drop_adapter_weights(tmp_path / "no-adapters-yet") == 0
