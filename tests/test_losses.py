@@ -165,3 +165,29 @@ def test_topk_distillation_is_zero_at_the_teacher_and_moves_unsampled_tokens_tow
     assert topk_distill_loss(same, top.values, hint, mask, 6.0).abs().item() < 1e-6
     with pytest.raises(ValueError):
         topk_distill_loss(same, top.values, hint, mask, 0.0)
+
+
+def test_the_opd_baseline_leaves_no_expected_push_on_the_students_own_answers() -> None:
+    from clawd.training.losses import opd_kl_baseline
+
+    student = torch.log_softmax(torch.randn(2, 5, 11), -1)
+    teacher = torch.log_softmax(student + torch.randn(2, 5, 11), -1)
+    base = opd_kl_baseline(student, teacher)
+    kl = (student.exp() * (student - teacher)).sum(-1)
+    assert torch.allclose(base, -kl) and (base < 0).all()  # -KL: uncentred, a push down
+    assert torch.allclose(opd_kl_baseline(student, student), torch.zeros(2, 5), atol=1e-6)
+    # Every token the student could write, as if written: without the baseline the OPD term's
+    # expectation under the student is -KL at each position; with it, 0.
+    v = student.shape[-1]
+    hint, none = torch.ones(2 * v), torch.zeros(2 * v)
+    for t in range(5):
+        old = student[:, t, :].reshape(-1, 1)
+        teach = teacher[:, t, :].reshape(-1, 1)
+        b = base[:, t].repeat_interleave(v)[:, None]
+        plain = token_advantages(teach, old, none, hint, none, ones(2 * v, 1))
+        centred = token_advantages(teach, old, none, hint, none, ones(2 * v, 1), opd_base=b)
+        p = student[:, t, :].exp().reshape(-1)
+        for adv, expected in ((plain, base[:, t]), (centred, torch.zeros(2))):
+            assert torch.allclose((p * adv[:, 0]).reshape(2, v).sum(-1), expected, atol=1e-5)
+        # Each position keeps the order of its tokens: only the level moves.
+        assert torch.equal(centred.reshape(2, v).argsort(-1), plain.reshape(2, v).argsort(-1))

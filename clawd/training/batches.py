@@ -43,6 +43,10 @@ class Example:
     # and their log-probs at each response position (T rows of k), empty when it does not teach.
     top_ids: list[list[int]] = field(default_factory=list)
     top_lp: list[list[float]] = field(default_factory=list)
+    # With cfg.opd_baseline, on the student's own answers: what the OPD term is worth at each
+    # position in expectation over the student's next token, -KL(student_t || teacher_t); the
+    # OPD advantage is taken relative to it (losses.token_advantages). Empty: no baseline.
+    opd_base: list[float] = field(default_factory=list)
 
     @property
     def teaches(self) -> bool:
@@ -57,7 +61,8 @@ class Example:
     def report(self, tok: Any) -> dict[str, Any]:
         """Per-token view for reports and the TUI: tokens and their OPD advantage."""
         pieces = [tok.decode([t]) for t in self.response_ids]
-        opd = [t - o for t, o in zip(self.teacher_lp, self.old_lp, strict=True)]
+        base = self.opd_base or [0.0] * len(self.old_lp)
+        opd = [t - o - b for t, o, b in zip(self.teacher_lp, self.old_lp, base, strict=True)]
         return {
             "sample_id": self.sample_id,
             "kind": self.kind,
@@ -142,6 +147,7 @@ def collate(examples: list[Example]) -> dict[str, torch.Tensor]:
         "mask": mask,
         "old_lp": per_token("old_lp"),
         "teacher_lp": per_token("teacher_lp"),
+        "opd_base": per_token("opd_base"),
         "ref_lp": per_token("ref_lp"),
         "reward": torch.tensor([e.reward for e in examples]),
         "has_hint": torch.tensor([1.0 if e.teaches else 0.0 for e in examples]),

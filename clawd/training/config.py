@@ -95,6 +95,10 @@ class TrainConfig:
     # position of a hinted answer the student also moves toward the hinted teacher's k likeliest
     # next tokens, not only on the token it wrote. 0 = off.
     distill_topk: int = 0
+    # The OPD term on the student's own answers taken relative to its expectation under the
+    # student at each position (losses.opd_kl_baseline): without it the term is -KL <= 0 on
+    # average and pushes every sampled answer down wherever the hint changes anything.
+    opd_baseline: bool = False
     w_opd: float = 1.0
     w_rl: float = 1.0
     hint_placement: str = "user"
@@ -165,6 +169,7 @@ class TrainConfig:
             hindsight_trust=s.train_teacher_check,
             hindsight_guidance=s.train_hindsight_guidance,
             distill_topk=s.train_distill_topk,
+            opd_baseline=s.train_opd_baseline,
             w_opd=0.0 if s.train_method == "rl" else 1.0,
             w_rl=0.0 if s.train_method == "opd" else 1.0,
             hint_placement=s.hint_placement,

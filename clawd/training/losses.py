@@ -27,11 +27,17 @@ def token_advantages(
     mask: torch.Tensor,
     w_opd: float = 1.0,
     w_rl: float = 1.0,
+    opd_base: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Per-token advantage ``A_t = w_opd * (teacher_lp_t - old_lp_t) + w_rl * r``.
+    """Per-token advantage ``A_t = w_opd * (teacher_lp_t - old_lp_t - b_t) + w_rl * r``.
 
     The OPD term applies only to sequences with a hint (``has_hint``), the RL term only to
-    sequences with an evaluative reward (``has_reward``).
+    sequences with an evaluative reward (``has_reward``). ``b_t`` is the OPD term's baseline,
+    0 without one. On the student's own answer its expectation over the student's next token
+    is ``-KL(student_t || teacher_t) <= 0``: uncentred, it pushes a sampled answer down on
+    average wherever the hint changes anything. With ``b_t`` that expectation
+    (``opd_kl_baseline``) it is 0 at every position, and only which tokens the teacher likes
+    more or less than the student's average moves.
 
     Args:
         teacher_lp: (B, T) log-probs of the response under the hinted context, no gradient.
@@ -39,12 +45,32 @@ def token_advantages(
         reward: (B,) scalar reward per sequence (-1, 0 or +1).
         has_hint, has_reward: (B,) 0/1 flags.
         mask: (B, T) 1.0 on response tokens.
+        opd_base: (B, T) baseline of the OPD term, or None (0).
     Returns:
         (B, T) advantages, 0 on padding.
     """
-    opd = (teacher_lp - old_lp) * has_hint[:, None]
+    opd = teacher_lp - old_lp if opd_base is None else teacher_lp - old_lp - opd_base
+    opd = opd * has_hint[:, None]
     rl = (reward * has_reward)[:, None].expand_as(old_lp)
     return (w_opd * opd + w_rl * rl) * mask
+
+
+def opd_kl_baseline(student: torch.Tensor, teacher: torch.Tensor) -> torch.Tensor:
+    """The OPD term's expectation over the student's next token at each position,
+
+        b_t = sum_v p_S(v) (log p_T(v) - log p_S(v)) = -KL(p_S,t || p_T,t)   (nats, <= 0),
+
+    a baseline that depends on the position only, not on the token written, so subtracting it
+    leaves the expected gradient unchanged and removes the pull that pushes every sampled
+    answer down (Williams, 1992).
+
+    Args:
+        student: (B, T, V) log-softmax of the plain context at the response positions.
+        teacher: (B, T, V) log-softmax of the hinted context at the same positions.
+    Returns:
+        (B, T) baselines.
+    """
+    return (student.exp() * (teacher - student)).sum(-1)
 
 
 def centred_rewards(reward: torch.Tensor, has_reward: torch.Tensor) -> torch.Tensor:

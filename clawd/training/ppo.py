@@ -31,6 +31,7 @@ from clawd.training.losses import (
     clipped_policy_loss,
     k3_kl,
     mean_k3_kl,
+    opd_kl_baseline,
     token_advantages,
     topk_distill_loss,
 )
@@ -97,9 +98,14 @@ def score_examples(model: Any, examples: list[Example], cfg: TrainConfig) -> Non
             old, teacher = both[: len(chunk)], both[len(chunk) :]
             # Top-k distillation: the hinted teacher's k likeliest tokens at each position.
             top = full[len(chunk) :].topk(cfg.distill_topk, dim=-1) if cfg.distill_topk else None
+            base = (
+                opd_kl_baseline(full[: len(chunk)], full[len(chunk) :])
+                if cfg.opd_baseline
+                else None
+            )
         else:
             old = teacher = logprobs(model, batch, "student")
-            top = None
+            top = base = None
         if cfg.kl_coef > 0:  # the base model: the penalty's reference
             with model.disable_adapter():
                 ref = logprobs(model, batch, "student")
@@ -112,6 +118,9 @@ def score_examples(model: Any, examples: list[Example], cfg: TrainConfig) -> Non
             teaches = top is not None and ex.teaches
             ex.top_ids = top.indices[j, :n].tolist() if teaches else []
             ex.top_lp = top.values[j, :n].tolist() if teaches else []
+            # The baseline is the expectation over the student's next token: its own answers only.
+            own = base is not None and ex.teaches and not ex.hindsight
+            ex.opd_base = base[j, :n].tolist() if own else []
 
 
 def train_steps(
@@ -202,6 +211,7 @@ def train_steps(
             mask,
             cfg.w_opd,
             cfg.w_rl,
+            batch["opd_base"],
         )
         distill = (  # the student's log-probs of the teacher's top-k, when it has them
             topk_distill_loss(
@@ -232,7 +242,8 @@ def train_steps(
         opt.step()
         i += 1
         n = mask.sum().clamp(min=1)
-        opd = (batch["teacher_lp"] - batch["old_lp"]) * batch["has_hint"][:, None] * mask
+        opd = batch["teacher_lp"] - batch["old_lp"] - batch["opd_base"]
+        opd = opd * batch["has_hint"][:, None] * mask
         base_kl = mean_k3_kl(logp.detach(), batch["ref_lp"], mask).item()
         used_beta = beta
         if cfg.kl_coef > 0:
