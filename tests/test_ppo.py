@@ -71,7 +71,9 @@ def _landing(gguf: Path, cache: Path, max_halvings: int) -> tuple[dict, float, l
     msgs = [{"role": "user", "content": "What is the moon made of?"}]
     hint = "Answer in one sentence."
     plain = tok(template.render(msgs), add_special_tokens=False)["input_ids"]
-    hinted = tok(template.render(teacher_messages(msgs, hint)), add_special_tokens=False)
+    hinted = tok(template.render(teacher_messages(msgs, hint)), add_special_tokens=False)[
+        "input_ids"
+    ]
     served = "The moon is made of rock, dust and a little ice, and it has no air.<|im_end|>"
     response = tok(served, add_special_tokens=False)["input_ids"]
     cfg = TrainConfig(
@@ -100,3 +102,41 @@ def test_a_step_that_overshoots_the_trust_region_is_undone_and_retaken_smaller(
     assert ended["undone"] >= 1 and ended["lr"] == 1e-2 / 2 ** ended["undone"]
     assert ended["steps"] >= 1 and kl <= 2 * 0.05  # it ended inside the allowance
     assert [s["lr"] for s in steps][-1] == ended["lr"]  # the kept step was taken at that rate
+
+
+def test_the_opd_baseline_scores_the_models_own_answers_only(
+    smollm2_gguf: Path, torch_cache: Path
+) -> None:
+    """With ``opd_baseline`` the served answer's OPD term is taken relative to -KL(student ||
+    teacher) at each position, measured on the real model; a hindsight answer (the teacher's
+    own tokens, not the student's) keeps the plain term."""
+    model, tok = torchmodel.load(smollm2_gguf, torch_cache)
+    template = ChatTemplate.from_gguf(smollm2_gguf)
+    msgs = [{"role": "user", "content": "How do I boil an egg?"}]
+    hint = "Answer in one sentence."
+    plain = tok(template.render(msgs), add_special_tokens=False)["input_ids"]
+    hinted = tok(template.render(teacher_messages(msgs, hint)), add_special_tokens=False)[
+        "input_ids"
+    ]
+    served = tok(
+        "Put the egg in boiling water for eight minutes, then cool it in cold water.<|im_end|>",
+        add_special_tokens=False,
+    )["input_ids"]
+    written = tok("Boil it for eight minutes.<|im_end|>", add_special_tokens=False)["input_ids"]
+    cfg = TrainConfig(lr=1e-4, epochs=1, batch_size=2, kl_coef=0.0, opd_baseline=True)
+    model = ppo.peft_model(model, cfg, None)
+    own = Example(1, "opd", hint, 0.0, plain, hinted, served)
+    hindsight = Example(1, "opd", hint, 0.0, plain, hinted, written, hindsight=True)
+    ppo.score_examples(model, [own, hindsight], cfg)
+    assert len(own.opd_base) == len(served) and hindsight.opd_base == []
+    assert all(b <= 1e-6 for b in own.opd_base) and min(own.opd_base) < -0.01  # -KL per position
+    opd = [t - o for t, o in zip(own.teacher_lp, own.old_lp, strict=True)]
+    reported = own.report(tok)["opd_advantage"]
+    centred = [a - b for a, b in zip(opd, own.opd_base, strict=True)]
+    assert reported == [round(a, 4) for a in centred]
+    steps: list[dict] = []
+    ppo.train_steps(model, [own, hindsight], cfg, steps.append)
+    assert steps and all(torch.isfinite(torch.tensor(s["adv_opd"])) for s in steps)
+    off = Example(1, "opd", hint, 0.0, plain, hinted, served)
+    ppo.score_examples(model, [off], TrainConfig(batch_size=1, kl_coef=0.0))
+    assert off.opd_base == []
