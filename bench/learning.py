@@ -19,7 +19,7 @@ Run (writes learning.json and learning.png into --out)::
     python -m bench.learning --config quick --methods combined-system   # the other placement
     python -m bench.learning --config full --jobs 2   # 6 personas x 8 updates x 6 methods x 2 seeds
     python -m bench.learning --config smoke      # 1 persona, 1 update, oracle (CI)
-    python -m bench.learning --config brief      # brief, oracle + hindsight, 5 updates (< 30 min)
+    python -m bench.learning --config brief      # brief, oracle signals, 5 updates (< 30 min)
     python -m bench.learning --config quick --bypass-gate --tag learning-quick-bypass
     python -m bench.learnreport bench/results/learning-quick.json    # the table and plot again
 

@@ -20,6 +20,15 @@ def _name_share(model: Any, prompt: list[int], name: list[int]) -> float:
     return float(lp[name].exp().sum())
 
 
+def _contexts(gguf: Path, tok: Any, question: str, hint: str) -> tuple[list[int], list[int]]:
+    """The plain and the hinted prompt tokens of a one-turn conversation."""
+    template = ChatTemplate.from_gguf(gguf)
+    msgs = [{"role": "user", "content": question}]
+    plain = tok(template.render(msgs), add_special_tokens=False)["input_ids"]
+    hinted = tok(template.render(teacher_messages(msgs, hint)), add_special_tokens=False)
+    return plain, hinted["input_ids"]
+
+
 def _train_once(gguf: Path, cache: Path, k: int) -> tuple[float, float, Example, list[dict]]:
     """One hinted example ("call me Sam"; the served answer has no name), 6 steps at
     ``distill_topk`` = k; returns p(the answer opens with Sam) before and after."""
@@ -28,11 +37,8 @@ def _train_once(gguf: Path, cache: Path, k: int) -> tuple[float, float, Example,
     def tokens(text: str) -> list[int]:
         return tok(text, add_special_tokens=False)["input_ids"]
 
-    template = ChatTemplate.from_gguf(gguf)
-    msgs = [{"role": "user", "content": "How do I make my houseplants happy?"}]
     hint = "Address the user by their name, Sam."
-    plain = tokens(template.render(msgs))
-    hinted = tokens(template.render(teacher_messages(msgs, hint)))
+    plain, hinted = _contexts(gguf, tok, "How do I make my houseplants happy?", hint)
     served = tokens("The art of plant care is light, water and patience.<|im_end|>")
     name = [tokens("Sam")[0], tokens(" Sam")[0]]
     cfg = TrainConfig(lr=1e-3, epochs=6, batch_size=1, target_kl=0.0, kl_coef=0.0, distill_topk=k)
@@ -67,20 +73,15 @@ def _landing(gguf: Path, cache: Path, max_halvings: int) -> tuple[dict, float, l
     """Train one sample at a learning rate far too large for the trust region (0.05); return
     how the update ended, the KL to the pre-update weights where it ended, and its steps."""
     model, tok = torchmodel.load(gguf, cache)
-    template = ChatTemplate.from_gguf(gguf)
-    msgs = [{"role": "user", "content": "What is the moon made of?"}]
     hint = "Answer in one sentence."
-    plain = tok(template.render(msgs), add_special_tokens=False)["input_ids"]
-    hinted = tok(template.render(teacher_messages(msgs, hint)), add_special_tokens=False)[
-        "input_ids"
-    ]
+    plain, hinted = _contexts(gguf, tok, "What is the moon made of?", hint)
     served = "The moon is made of rock, dust and a little ice, and it has no air.<|im_end|>"
     response = tok(served, add_special_tokens=False)["input_ids"]
     cfg = TrainConfig(
         lr=1e-2, epochs=4, batch_size=1, target_kl=0.05, kl_coef=0.0, max_halvings=max_halvings
     )
     model = ppo.peft_model(model, cfg, None)
-    example = Example(1, "opd+rl", hint, -1.0, plain, hinted["input_ids"], response)
+    example = Example(1, "opd+rl", hint, -1.0, plain, hinted, response)
     ppo.score_examples(model, [example], cfg)
     steps: list[dict] = []
     ended = ppo.train_steps(model, [example], cfg, steps.append)
@@ -111,13 +112,8 @@ def test_the_opd_baseline_scores_the_models_own_answers_only(
     teacher) at each position, measured on the real model; a hindsight answer (the teacher's
     own tokens, not the student's) keeps the plain term."""
     model, tok = torchmodel.load(smollm2_gguf, torch_cache)
-    template = ChatTemplate.from_gguf(smollm2_gguf)
-    msgs = [{"role": "user", "content": "How do I boil an egg?"}]
     hint = "Answer in one sentence."
-    plain = tok(template.render(msgs), add_special_tokens=False)["input_ids"]
-    hinted = tok(template.render(teacher_messages(msgs, hint)), add_special_tokens=False)[
-        "input_ids"
-    ]
+    plain, hinted = _contexts(smollm2_gguf, tok, "How do I boil an egg?", hint)
     served = tok(
         "Put the egg in boiling water for eight minutes, then cool it in cold water.<|im_end|>",
         add_special_tokens=False,
