@@ -218,10 +218,10 @@ class Settings(BaseSettings):
         "answer, not only the token it wrote; 0 switches it off.",
     )
     train_opd_baseline: bool = Field(
-        False,
+        True,
         description="Take the hint's per-token signal on the model's own answers relative to "
         "its average at each position, so that on average it pushes no answer down (off: the "
-        "signal as OpenClaw-RL defines it).",
+        "signal as OpenClaw-RL defines it, which pushes the model's own answers down).",
     )
     train_threads: int = Field(
         0, ge=0, le=1024, description="CPU threads for training; 0 lets torch decide."

@@ -134,5 +134,5 @@ def test_the_opd_baseline_scores_the_models_own_answers_only(
     ppo.train_steps(model, [own, hindsight], cfg, steps.append)
     assert steps and all(torch.isfinite(torch.tensor(s["adv_opd"])) for s in steps)
     off = Example(1, "opd", hint, 0.0, plain, hinted, served)
-    ppo.score_examples(model, [off], TrainConfig(batch_size=1, kl_coef=0.0))
+    ppo.score_examples(model, [off], TrainConfig(batch_size=1, kl_coef=0.0, opd_baseline=False))
     assert off.opd_base == []

@@ -97,8 +97,10 @@ class TrainConfig:
     distill_topk: int = 0
     # The OPD term on the student's own answers taken relative to its expectation under the
     # student at each position (losses.opd_kl_baseline): without it the term is -KL <= 0 on
-    # average and pushes every sampled answer down wherever the hint changes anything.
-    opd_baseline: bool = False
+    # average and pushes every sampled answer down wherever the hint changes anything. On by
+    # default: on `brief` over 4 seeds it served more updates, drifted less and fell less
+    # (docs/benchmarks.md, "The claim config on `brief`").
+    opd_baseline: bool = True
     w_opd: float = 1.0
     w_rl: float = 1.0
     hint_placement: str = "user"
