@@ -7,11 +7,13 @@ Measured in llama.cpp, the runtime that serves:
   answers (end-of-turn token included) to the first 16 of 32 fixed general prompts. The first
   must stay under ``step_kl`` (one update may move only so far), the second under ``max_kl``
   (the drift budget of the whole lineage, so improvements add up until the budget is spent);
-- **general ability**: the candidate's own greedy answers to the same prompts must not
-  degenerate where the base model's do not: no answer may turn empty or repetitive (a token run
-  or few distinct trigrams) on a prompt the base model answers well, and the answers must not
-  collapse (many prompts, one answer: few distinct openings). KL alone misses an adapter that
-  says "I'm sorry, I'm sorry..." to everything at a modest KL;
+- **general ability**: the candidate's own greedy answers to the same prompts (up to 64
+  tokens: a loop with a long period, "a solid ball of rock that is made of a solid ball of rock
+  that ...", shows only past 32) must not degenerate where the base model's do not: no answer
+  may turn empty or repetitive (a token run or few distinct trigrams) on a prompt the base
+  model answers well, and the answers must not collapse (many prompts, one answer: few
+  distinct openings). KL alone misses an adapter that says "I'm sorry, I'm sorry..." to
+  everything at a modest KL;
 - on samples the training run held out (only with at least ``min_heldout`` of them; fewer is
   reported as skipped, never as passed): the **OPD gap**, mean |teacher_lp - student_lp| of
   hinted samples, must not grow, and the **reward-weighted log-prob**, mean
@@ -267,15 +269,19 @@ def evaluate(
     tolerance: float = 0.02,
     min_heldout: int = 4,
     answer_tokens: int = 32,
+    ability_tokens: int = 64,
     drift_prompts: int = 16,
     cache: Path | None = None,
     threads: int = 0,
 ) -> dict[str, Any]:
     """Judge ``candidate`` against ``parent`` (None: the base model) and the base model, on
     ``threads`` CPU threads (0: all cores; the trainer passes its own ``train_threads``, so
-    that the gate never oversubscribes the cores beside other work)."""
+    that the gate never oversubscribes the cores beside other work).
+
+    Drift is measured along the first ``answer_tokens`` of the base model's greedy answers (the
+    budgets were sized on those), degeneration on the first ``ability_tokens`` of each model's."""
     longest = max(
-        [len(p) + answer_tokens + 1 for p in prompts]
+        [len(p) + max(answer_tokens, ability_tokens) + 1 for p in prompts]
         + [max(len(h.prompt_ids), len(h.teacher_prompt_ids)) + len(h.response_ids) for h in heldout]
     )
     use_heldout = len(heldout) >= min_heldout
@@ -283,9 +289,10 @@ def evaluate(
     scorer = Scorer(model_path, n_ctx=n_ctx, threads=threads)
     try:
         scorer.set_adapter(None)
-        base_answers = _base_answers(scorer, prompts, answer_tokens, cache)
+        base_answers = _base_answers(scorer, prompts, max(answer_tokens, ability_tokens), cache)
+        # Greedy answers: the first n tokens of a longer one are the answer at n tokens.
         pairs = list(zip(prompts, base_answers, strict=True))[:drift_prompts]
-        general = [(p + a, len(p)) for p, a in pairs if a]
+        general = [(p + a[:answer_tokens], len(p)) for p, a in pairs if a]
         base = _along(scorer, general)
         scorer.set_adapter(parent)
         before = _figures(scorer, heldout) if use_heldout else {}
@@ -295,10 +302,10 @@ def evaluate(
         mine = _along(scorer, general)
         kl = _kl(mine, base)
         kl_parent = _kl(mine, ref) if parent is not None else kl
-        answers = [scorer.answer(p, answer_tokens) for p in prompts]
+        answers = [scorer.answer(p, ability_tokens) for p in prompts]
         text = [scorer.llm.detokenize(a).decode("utf-8", "replace") for a in answers]
         ability = {
-            "base": degeneration(base_answers, scorer.is_end),
+            "base": degeneration([a[:ability_tokens] for a in base_answers], scorer.is_end),
             "candidate": degeneration(answers, scorer.is_end),
         }
     finally:
