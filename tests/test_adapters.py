@@ -216,6 +216,17 @@ def test_one_new_loop_fails_general_ability_and_the_base_models_own_loops_are_ex
     assert gate.general_ability(base, ability(same))[0] is False
 
 
+def test_a_loop_with_a_long_period_shows_only_past_32_tokens() -> None:
+    """Why the general-ability check reads 64 tokens: an opening, then a 9-token phrase over and
+    over ("a solid ball of rock that is made of ...", served by an adapter on SmolLM2) still has
+    enough distinct trigrams in 32 tokens, not in 64 (docs/benchmarks.md, "The general-ability
+    check reads 64 tokens")."""
+    end = 0
+    loop = [100, 101, 102, 103, 104, *list(range(1, 10)) * 7]
+    assert gate.degeneration([loop[:32]], lambda t: t == end)["at"] == []
+    assert gate.degeneration([loop[:64]], lambda t: t == end)["at"] == [0]
+
+
 @pytest.mark.slow
 def test_the_gate_rejects_an_adapter_that_says_the_same_to_everyone(
     tiny_qwen3_gguf: Path, torch_cache: Path, tmp_path: Path
