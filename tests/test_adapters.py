@@ -10,13 +10,12 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
 
-from adapters import gate, registry
-from bench.adapterkit import make_adapter, register
+from adapters import registry
+from bench.adapterkit import register
 from bench.daemon import RunningDaemon, start_daemon
 from clawd.store.db import Store
 
@@ -120,152 +119,6 @@ def test_export_and_delete_from_the_cli(daemon: RunningDaemon, tmp_path: Path) -
     assert (tmp_path / "peft" / "adapter_config.json").exists()
     assert cli(daemon, "list").returncode == 0
     assert "gate: passed" in cli(daemon, "show", "b").stdout
-
-
-def _vocab(gguf: Path) -> tuple[Any, Any]:
-    from llama_cpp import Llama
-
-    from clawd.chattemplate import ChatTemplate
-
-    vocab = Llama(str(gguf), vocab_only=True, verbose=False)
-
-    def tokenize(text: str) -> list[int]:
-        return vocab.tokenize(text.encode(), add_bos=False, special=True)
-
-    return tokenize, ChatTemplate.from_gguf(gguf).render
-
-
-@pytest.mark.parametrize("model", ["qwen3", pytest.param("smollm2", marks=pytest.mark.slow)])
-def test_the_gate_accepts_a_gentle_adapter_and_rejects_a_drifting_one(
-    model: str, request: pytest.FixtureRequest, torch_cache: Path, tmp_path: Path
-) -> None:
-    # On SmolLM2 (32 greedy answers, about 2 minutes) with the slow tests.
-    any_gguf = request.getfixturevalue("smollm2_gguf" if model == "smollm2" else "tiny_qwen3_gguf")
-    tokenize, render = _vocab(any_gguf)
-    prompts = gate.general_prompts(tokenize, render)
-    assert len(prompts) >= 32
-    prompt = tokenize(render(Q))
-    held = [gate.HeldOut(prompt, prompt, tokenize("The sea is big."), -1.0, True, True)] * 4
-    gentle = make_adapter(any_gguf, torch_cache, tmp_path / "g", seed=5, scale=0.004)
-    wild = make_adapter(any_gguf, torch_cache, tmp_path / "w", seed=6, scale=0.3)
-    cache = tmp_path / "cache.json"
-    # The random-weight model answers noise, which a nudge may turn into a loop by chance. On
-    # SmolLM2 this nudge (KL 0.004) moves one loop: "How do I boil an egg?" gets "Boil an
-    # egg:\n\nBoil an egg: ..." and the base model's own "10 kilometres ... 1000000..." goes away,
-    # so it passes with one new degenerate answer allowed, not with the default 0
-    # (docs/benchmarks.md, "The general-ability check").
-    loose = 32 if model == "qwen3" else 1
-    ok = gate.evaluate(
-        any_gguf, gentle, None, held, prompts, max_kl=0.5, new_degenerate=loose, cache=cache
-    )
-    assert ok["checks"]["drift_under_limit"] and ok["kl_to_base"] < 0.5
-    assert ok["checks"]["step_under_limit"] and ok["kl_to_parent"] == ok["kl_to_base"]
-    assert ok["checks"]["general_ability"] and ok["skipped"] == []
-    assert ok["before"]["reward_logprob"] is not None and ok["after"]["opd_gap"] is not None
-    assert cache.exists()  # the base model's answers are computed once
-    few = prompts[:8]  # the same checks on fewer prompts, to keep the test short
-    bad = gate.evaluate(any_gguf, wild, None, held, few, max_kl=0.5, cache=tmp_path / "c8.json")
-    assert bad["passed"] is False and bad["checks"]["drift_under_limit"] is False
-    # Against a parent: the step is measured from it, the budget from the base model.
-    step = gate.evaluate(
-        any_gguf, wild, wild, held[:1], few, max_kl=100, cache=tmp_path / "c8.json"
-    )
-    assert step["kl_to_parent"] < 1e-6 < step["kl_to_base"] and step["checks"]["step_under_limit"]
-    assert "opd_gap_shrinks" not in step["checks"] and "held-out" in step["skipped"][0]
-
-
-def test_degeneration_counts_empty_repeated_and_collapsed_answers() -> None:
-    end = 0
-    varied = [[i, i + 1, i + 2, end] for i in range(1, 33)]
-    assert gate.degeneration(varied, lambda t: t == end) == {
-        "empty": 0.0,
-        "repetitive": 0.0,
-        "degenerate": 0.0,
-        "distinct": 1.0,
-        "at": [],
-        "answers": 32,
-    }
-    collapsed = [[7, 8, 9, 7, 8, 9, end]] * 32
-    assert gate.degeneration(collapsed, lambda t: t == end)["distinct"] == 1 / 32
-    looping = [[5] * 10, [end], [1, 2] * 10, [3, 4, 6, end]]
-    got = gate.degeneration(looping, lambda t: t == end)
-    assert got["empty"] == 0.25 and got["repetitive"] == 0.5 and got["degenerate"] == 0.75
-    assert got["at"] == [0, 1, 2]
-
-
-def test_one_new_loop_fails_general_ability_and_the_base_models_own_loops_are_excused() -> None:
-    """Measured on the learning benchmark's adapters: a served adapter that loops ("I'm sorry,
-    I'm sorry, ...") on one general prompt where the base model answers is a regression, while
-    SmolLM2's own "10 kilometres is equal to 1000000..." is no fault of the adapter."""
-    end = 0
-
-    def ability(answers: list[list[int]]) -> dict:
-        return gate.degeneration(answers, lambda t: t == end)
-
-    answers = [[i, i + 1, i + 2, end] for i in range(1, 33)]
-    base_loop = [*answers[:5], [1, 2] * 8 + [end], *answers[6:]]
-    base = ability(base_loop)
-    assert gate.general_ability(base, ability(base_loop)) == (True, [])  # the same loop
-    assert gate.general_ability(base, ability(answers)) == (True, [])  # loops less
-    sorry = [9, 8, 7] * 6 + [end]  # "I'm sorry, I'm sorry, ..."
-    worse = [*base_loop[:20], sorry, *base_loop[21:]]
-    assert gate.general_ability(base, ability(worse)) == (False, [20])
-    # Collapse: many prompts, one answer, none of them repetitive.
-    same = [[40, 41, 42, 43, end]] * 32
-    assert ability(same)["degenerate"] == 0
-    assert gate.general_ability(base, ability(same))[0] is False
-
-
-def test_a_loop_with_a_long_period_shows_only_past_32_tokens() -> None:
-    """Why the general-ability check reads 64 tokens: an opening, then a 9-token phrase over and
-    over ("a solid ball of rock that is made of ...", served by an adapter on SmolLM2) still has
-    enough distinct trigrams in 32 tokens, not in 64 (docs/benchmarks.md, "The general-ability
-    check reads 64 tokens")."""
-    end = 0
-    loop = [100, 101, 102, 103, 104, *list(range(1, 10)) * 7]
-    assert gate.degeneration([loop[:32]], lambda t: t == end)["at"] == []
-    assert gate.degeneration([loop[:64]], lambda t: t == end)["at"] == [0]
-
-
-@pytest.mark.slow
-def test_the_gate_rejects_an_adapter_that_says_the_same_to_everyone(
-    tiny_qwen3_gguf: Path, torch_cache: Path, tmp_path: Path
-) -> None:
-    """A LoRA fitted to answer every prompt with one apology: the collapse seen in a held-out
-    run ("I'm sorry, I'm sorry for what I can't help you with...") is caught by the
-    general-ability check whatever the KL says."""
-    import torch
-    from peft import LoraConfig, get_peft_model
-
-    from adapters.export import export_gguf
-    from clawd.training import torchmodel
-
-    tokenize, render = _vocab(tiny_qwen3_gguf)
-    model, tok = torchmodel.load(tiny_qwen3_gguf, torch_cache)
-    peft = get_peft_model(
-        model, LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "v_proj", "down_proj"])
-    )
-    sorry = [*tokenize("I am sorry, I am sorry."), tok.convert_tokens_to_ids("<|im_end|>")]
-    rows = [tokenize(render([{"role": "user", "content": q}])) for q in gate.GENERAL]
-    opt = torch.optim.AdamW([p for p in peft.parameters() if p.requires_grad], lr=1e-2)
-    torch.manual_seed(0)
-    for step in range(60):
-        prompt = rows[step % len(rows)]
-        ids = torch.tensor([prompt + sorry])
-        labels = torch.tensor([[-100] * len(prompt) + sorry])
-        loss = peft(input_ids=ids, labels=labels).loss
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    peft.save_pretrained(tmp_path / "peft")
-    export_gguf(tmp_path / "peft", tiny_qwen3_gguf, tmp_path / "sorry.gguf")
-    prompts = gate.general_prompts(tokenize, render)
-    verdict = gate.evaluate(tiny_qwen3_gguf, tmp_path / "sorry.gguf", None, [], prompts, max_kl=1e9)
-    assert verdict["checks"]["drift_under_limit"]  # a budget this loose would let it through
-    assert verdict["checks"]["general_ability"] is False and verdict["passed"] is False
-    ability = verdict["ability"]
-    assert ability["candidate"]["distinct"] < ability["base"]["distinct"] - 0.25
-    assert all("sorry" in a for a in verdict["answers"])
 
 
 def test_a_corrupt_active_adapter_falls_back_to_its_parent(
