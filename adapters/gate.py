@@ -13,7 +13,9 @@ Measured in llama.cpp, the runtime that serves:
   may turn empty or repetitive (a token run or few distinct trigrams) on a prompt the base
   model answers well, and the answers must not collapse (many prompts, one answer: few
   distinct openings). KL alone misses an adapter that says "I'm sorry, I'm sorry..." to
-  everything at a modest KL;
+  everything at a modest KL. The same check runs on the user's own prompts (the training run's
+  samples, newest first): a served adapter looped ("1. 1. 1. ...") on a user's question and
+  on none of the 32;
 - on samples the training run held out (only with at least ``min_heldout`` of them; fewer is
   reported as skipped, never as passed): the **OPD gap**, mean |teacher_lp - student_lp| of
   hinted samples, must not grow, and the **reward-weighted log-prob**, mean
@@ -262,6 +264,7 @@ def evaluate(
     parent: Path | None,
     heldout: list[HeldOut],
     prompts: list[list[int]],
+    own_prompts: list[list[int]] | None = None,
     *,
     max_kl: float = 0.5,
     step_kl: float = 0.25,
@@ -279,9 +282,11 @@ def evaluate(
     that the gate never oversubscribes the cores beside other work).
 
     Drift is measured along the first ``answer_tokens`` of the base model's greedy answers (the
-    budgets were sized on those), degeneration on the first ``ability_tokens`` of each model's."""
+    budgets were sized on those), degeneration on the first ``ability_tokens`` of each model's,
+    on the general ``prompts`` and on ``own_prompts`` (the user's; None or empty: skipped)."""
+    own_prompts = own_prompts or []
     longest = max(
-        [len(p) + max(answer_tokens, ability_tokens) + 1 for p in prompts]
+        [len(p) + max(answer_tokens, ability_tokens) + 1 for p in prompts + own_prompts]
         + [max(len(h.prompt_ids), len(h.teacher_prompt_ids)) + len(h.response_ids) for h in heldout]
     )
     use_heldout = len(heldout) >= min_heldout
@@ -294,6 +299,7 @@ def evaluate(
         pairs = list(zip(prompts, base_answers, strict=True))[:drift_prompts]
         general = [(p + a[:answer_tokens], len(p)) for p, a in pairs if a]
         base = _along(scorer, general)
+        own_base = [scorer.answer(p, ability_tokens) for p in own_prompts]
         scorer.set_adapter(parent)
         before = _figures(scorer, heldout) if use_heldout else {}
         ref = _along(scorer, general) if parent is not None else base
@@ -303,10 +309,18 @@ def evaluate(
         kl = _kl(mine, base)
         kl_parent = _kl(mine, ref) if parent is not None else kl
         answers = [scorer.answer(p, ability_tokens) for p in prompts]
-        text = [scorer.llm.detokenize(a).decode("utf-8", "replace") for a in answers]
+        own_answers = [scorer.answer(p, ability_tokens) for p in own_prompts]
+        text, own_text = (
+            [scorer.llm.detokenize(a).decode("utf-8", "replace") for a in got]
+            for got in (answers, own_answers)
+        )
         ability = {
             "base": degeneration([a[:ability_tokens] for a in base_answers], scorer.is_end),
             "candidate": degeneration(answers, scorer.is_end),
+        }
+        own = {
+            "base": degeneration(own_base, scorer.is_end),
+            "candidate": degeneration(own_answers, scorer.is_end),
         }
     finally:
         scorer.close()
@@ -326,6 +340,13 @@ def evaluate(
         ability["base"], ability["candidate"], new_degenerate
     )
     ability["new_degenerate"] = [{"prompt": i, "answer": text[i]} for i in new]
+    if own_prompts:
+        checks["own_prompts_ability"], new = general_ability(
+            own["base"], own["candidate"], new_degenerate
+        )
+        own["new_degenerate"] = [{"prompt": i, "answer": own_text[i]} for i in new]
+    else:
+        skipped.append("ability on the user's prompts: no prompts")
     return {
         "passed": all(checks.values()),
         "checks": checks,
@@ -337,6 +358,7 @@ def evaluate(
         "max_kl": max_kl,
         "step_kl": step_kl,
         "ability": ability,
+        "own_ability": own,
         "answers": text[:4],
         "tolerance": tolerance,
         "heldout": len(heldout),

@@ -282,8 +282,9 @@ class Settings(BaseSettings):
         0,
         ge=0,
         le=32,
-        description="Promotion gate: how many of the 32 general prompts may get an empty or "
-        "looping answer from an adapter where the base model's answer is sound (0: none).",
+        description="Promotion gate: how many of the 32 general prompts (and, apart, of your "
+        "own recent prompts) may get an empty or looping answer from an adapter where the base "
+        "model's answer is sound (0: none).",
     )
     auto_activate: bool = Field(
         True, description="Hot-load a new adapter as soon as it passes the promotion gate."

@@ -14,6 +14,36 @@ from bench.adapterkit import make_adapter
 Q = [{"role": "user", "content": "Tell me something about the sea."}]
 
 
+def _fit(
+    gguf: Path, torch_cache: Path, tmp: Path, prompts: list[list[int]], answer: list[int], out: Path
+) -> None:
+    """A LoRA fitted (60 steps, lr 1e-2) to answer each of ``prompts`` with ``answer`` and an
+    end of turn, exported to ``out``."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+
+    from adapters.export import export_gguf
+    from clawd.training import torchmodel
+
+    model, tok = torchmodel.load(gguf, torch_cache)
+    peft = get_peft_model(
+        model, LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "v_proj", "down_proj"])
+    )
+    answer = [*answer, tok.convert_tokens_to_ids("<|im_end|>")]
+    opt = torch.optim.AdamW([p for p in peft.parameters() if p.requires_grad], lr=1e-2)
+    torch.manual_seed(0)
+    for step in range(60):
+        prompt = prompts[step % len(prompts)]
+        ids = torch.tensor([prompt + answer])
+        labels = torch.tensor([[-100] * len(prompt) + answer])
+        loss = peft(input_ids=ids, labels=labels).loss
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    peft.save_pretrained(tmp / "peft")
+    export_gguf(tmp / "peft", gguf, out)
+
+
 def _vocab(gguf: Path) -> tuple[Any, Any]:
     from llama_cpp import Llama
 
@@ -126,31 +156,11 @@ def test_the_gate_rejects_an_adapter_that_says_the_same_to_everyone(
     """A LoRA fitted to answer every prompt with one apology: the collapse seen in a held-out
     run ("I'm sorry, I'm sorry for what I can't help you with...") is caught by the
     general-ability check whatever the KL says."""
-    import torch
-    from peft import LoraConfig, get_peft_model
-
-    from adapters.export import export_gguf
-    from clawd.training import torchmodel
 
     tokenize, render = _vocab(tiny_qwen3_gguf)
-    model, tok = torchmodel.load(tiny_qwen3_gguf, torch_cache)
-    peft = get_peft_model(
-        model, LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "v_proj", "down_proj"])
-    )
-    sorry = [*tokenize("I am sorry, I am sorry."), tok.convert_tokens_to_ids("<|im_end|>")]
+    sorry = tokenize("I am sorry, I am sorry.")
     rows = [tokenize(render([{"role": "user", "content": q}])) for q in gate.GENERAL]
-    opt = torch.optim.AdamW([p for p in peft.parameters() if p.requires_grad], lr=1e-2)
-    torch.manual_seed(0)
-    for step in range(60):
-        prompt = rows[step % len(rows)]
-        ids = torch.tensor([prompt + sorry])
-        labels = torch.tensor([[-100] * len(prompt) + sorry])
-        loss = peft(input_ids=ids, labels=labels).loss
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    peft.save_pretrained(tmp_path / "peft")
-    export_gguf(tmp_path / "peft", tiny_qwen3_gguf, tmp_path / "sorry.gguf")
+    _fit(tiny_qwen3_gguf, torch_cache, tmp_path, rows, sorry, tmp_path / "sorry.gguf")
     prompts = gate.general_prompts(tokenize, render)
     verdict = gate.evaluate(tiny_qwen3_gguf, tmp_path / "sorry.gguf", None, [], prompts, max_kl=1e9)
     assert verdict["checks"]["drift_under_limit"]  # a budget this loose would let it through
@@ -158,3 +168,27 @@ def test_the_gate_rejects_an_adapter_that_says_the_same_to_everyone(
     ability = verdict["ability"]
     assert ability["candidate"]["distinct"] < ability["base"]["distinct"] - 0.25
     assert all("sorry" in a for a in verdict["answers"])
+
+
+@pytest.mark.slow
+def test_the_gate_asks_the_users_own_prompts_too(
+    tiny_qwen3_gguf: Path, torch_cache: Path, tmp_path: Path
+) -> None:
+    """A served adapter looped ("1. 1. 1. ...") on a user's question and on none of the general
+    prompts (docs/benchmarks.md, "The ability check on the user's own prompts"): the same check
+    runs on the prompts of the run's samples, against the base model's answers to them."""
+    tokenize, render = _vocab(tiny_qwen3_gguf)
+    mine = tokenize(render(Q))
+    _fit(tiny_qwen3_gguf, torch_cache, tmp_path, [mine], tokenize(" 1." * 24), tmp_path / "l.gguf")
+    general = gate.general_prompts(tokenize, render)[:2]
+    verdict = gate.evaluate(tiny_qwen3_gguf, tmp_path / "l.gguf", None, [], general, [mine])
+    own = verdict["own_ability"]
+    assert own["base"]["at"] == [] and own["candidate"]["at"] == [0]
+    assert verdict["checks"]["own_prompts_ability"] is False and verdict["passed"] is False
+    assert own["new_degenerate"][0]["prompt"] == 0
+    assert own["new_degenerate"][0]["answer"].count("1.") >= 8
+    assert "user's prompts" not in " ".join(verdict["skipped"])
+    # Without the user's prompts the check is reported as skipped, never as passed.
+    alone = gate.evaluate(tiny_qwen3_gguf, tmp_path / "l.gguf", None, [], general)
+    assert "own_prompts_ability" not in alone["checks"]
+    assert "ability on the user's prompts: no prompts" in alone["skipped"]

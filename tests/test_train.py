@@ -75,6 +75,9 @@ def test_a_run_writes_a_candidate_and_marks_samples_used(any_gguf: Path, home: P
         assert (folder / name).exists(), name
     manifest = json.loads((folder / "manifest.json").read_text())
     assert manifest["status"] == "candidate" and sorted(manifest["samples"]) == sorted(ids)
+    # the ability check also asked the user's own prompts: here the 3 samples share one
+    assert "own_prompts_ability" in manifest["gate"]["checks"]
+    assert manifest["gate"]["own_ability"]["candidate"]["answers"] == 1
     # where the run's time went, phase by phase, the gate's included
     assert list(manifest["seconds"]) == ["load", "score", "train", "export", "gate"]
     assert all(s >= 0 for s in manifest["seconds"].values()) and manifest["seconds"]["gate"] > 0
@@ -200,6 +203,18 @@ def test_a_non_finite_loss_is_recorded_and_writes_no_adapter(
         assert store.db["adapters"].count == 0
         assert {r["status"] for r in store.db["samples"].rows} == {"approved"}  # not used up
     assert [p.name for p in (home / "adapters").iterdir()] == []
+
+
+def test_the_gate_asks_the_users_own_prompts_newest_first_once_each() -> None:
+    from clawd.training.batches import Example
+    from clawd.training.update import own_prompts
+
+    def ex(sample_id: int, prompt: list[int]) -> Example:
+        return Example(sample_id, "rl", None, -1.0, prompt, prompt, [9])
+
+    examples = [ex(1, [1]), ex(4, [2]), ex(3, [1]), ex(2, [3]), ex(5, [4])]
+    assert own_prompts(examples, 16) == [[4], [2], [1], [3]]
+    assert own_prompts(examples, 2) == [[4], [2]] and own_prompts(examples, 0) == []
 
 
 def test_bad_settings_are_refused() -> None:

@@ -113,6 +113,9 @@ class TrainConfig:
     gate_step_kl: float = 0.25  # per-update drift limit: KL to the parent adapter
     gate_new_degenerate: int = 0  # general prompts an adapter may make degenerate (tests: more)
     gate_prompts: int = 32  # general prompts of the ability check (fewer only in tests)
+    # The user's own prompts (this run's samples, newest first) the ability check also asks:
+    # a served adapter looped ("1. 1. 1. ...") on a user's question and on no general prompt.
+    gate_own_prompts: int = 16
 
     def __post_init__(self) -> None:
         checks = {
@@ -140,6 +143,7 @@ class TrainConfig:
             "distill_topk": 0 <= self.distill_topk <= 1024,
             "gate_max_kl/gate_step_kl": self.gate_max_kl > 0 and self.gate_step_kl > 0,
             "gate_prompts": 1 <= self.gate_prompts <= 32,
+            "gate_own_prompts": 0 <= self.gate_own_prompts <= 256,
             "gate_new_degenerate": 0 <= self.gate_new_degenerate <= 32,
             "norm_tokens": self.norm_tokens >= 1,
             "hint_placement": self.hint_placement in ("user", "system"),

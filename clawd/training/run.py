@@ -242,6 +242,7 @@ def _train(
         Path(current["path"]) / "adapter.gguf" if current else None,
         heldout,
         result["general"],
+        result["own_prompts"],
         max_kl=cfg.gate_max_kl,
         step_kl=cfg.gate_step_kl,
         new_degenerate=cfg.gate_new_degenerate,

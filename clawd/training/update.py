@@ -70,7 +70,8 @@ def update(
 ) -> dict[str, Any]:
     """Train one adapter into ``out``; returns ``report`` (for report.json, without the
     version), ``trained``/``replayed``/``heldout_ids`` (sample ids), ``heldout`` and
-    ``general`` (the gate's held-out examples and general prompts, as token ids), ``ended``
+    ``general`` (the gate's held-out examples and general prompts, as token ids),
+    ``own_prompts`` (the user's prompts the gate also asks, ``own_prompts``), ``ended``
     and ``steps``; the report's ``seconds`` says how long each phase took. Raises
     TrainingError (or ppo.NonFinite) and leaves ``out`` incomplete."""
     from adapters.export import export_gguf
@@ -111,6 +112,7 @@ def update(
     held_ids = {e.sample_id for e in heldout}
     examples = [e for e in examples if e.sample_id not in held_ids]
     trained_ids = [e.sample_id for e in examples]
+    own = own_prompts([*examples, *heldout, *replayed], cfg.gate_own_prompts)
     examples += replayed
 
     def tokenize(text: str) -> list[int]:
@@ -176,10 +178,21 @@ def update(
         "heldout_ids": [e.sample_id for e in heldout],
         "heldout": [asdict(h) for h in held],
         "general": general,
+        "own_prompts": own,
         "steps": steps,
         "ended": ended,
         "skipped": skipped,
     }
+
+
+def own_prompts(examples: list[Example], limit: int) -> list[list[int]]:
+    """The distinct prompts of ``examples`` (without the hint), newest sample first, at most
+    ``limit``: the user's own questions, which the gate's ability check also asks."""
+    out: list[list[int]] = []
+    for e in sorted(examples, key=lambda e: -e.sample_id):
+        if len(out) < limit and e.prompt_ids not in out:
+            out.append(e.prompt_ids)
+    return out
 
 
 def _fitting(samples: list[dict[str, Any]], examples: list[Example]) -> list[bool]:
