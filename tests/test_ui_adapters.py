@@ -42,6 +42,7 @@ def test_gate_curves_why_activate_and_roll_back(
         await until(pilot, lambda: pane.report and pane.report["version"] == version)
         gate = str(pane.query_one("#gate", Static).render())
         assert version in gate and "gate" in gate and "KL to base" in gate
+        assert "your prompts: degenerate" in gate and "own prompts ability" in gate
         loss = pane.query_one("#curve-loss", Sparkline).data
         assert list(loss) == [s["loss"] for s in report["steps"]] and len(loss) >= 2
         samples = pane.query_one("#samples", DataTable)

@@ -65,11 +65,13 @@ def gate_text(row: dict[str, Any]) -> Text:
         text.append(
             f"  KL to parent: {fmt(gate['kl_to_parent'])} (step limit {fmt(gate.get('step_kl'))})\n"
         )
-    ability = gate.get("ability") or {}
-    if ability:
+    for key, label in (("ability", "general prompts"), ("own_ability", "your prompts")):
+        ability = gate.get(key) or {}
+        if not ability:
+            continue
         b, c = ability.get("base", {}), ability.get("candidate", {})
         text.append(
-            f"  general prompts: degenerate {fmt(b.get('degenerate'))} → "
+            f"  {label}: degenerate {fmt(b.get('degenerate'))} → "
             f"{fmt(c.get('degenerate'))}, distinct {fmt(b.get('distinct'))} → "
             f"{fmt(c.get('distinct'))}\n"
         )

@@ -83,6 +83,8 @@ def adapters_show(version: str = typer.Argument(..., help="The adapter version."
                 f"general ability {gate.get('ability')}",
                 highlight=False,
             )
+        if own := gate.get("own_ability"):
+            out.print(f"  ability on your prompts {own}", highlight=False)
         for why in gate.get("skipped") or []:
             out.print(f"  skipped {why}", highlight=False)
     if took := m.get("seconds"):
