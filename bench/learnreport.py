@@ -98,7 +98,8 @@ def diagnosis(result: dict[str, Any]) -> str:
     k = result["config"]["interactions"]
     lines = [
         "| method | updates | turns the checkers call violations | signal scores +1 / 0 / -1 "
-        "| passed the gate | rejected: drift | rejected: general ability | rejected: held-out "
+        "| passed the gate | rejected: drift | rejected: ability (general or own prompts) "
+        "| rejected: held-out "
         "checks only |",
         "|---|---|---|---|---|---|---|---|",
     ]
@@ -117,8 +118,9 @@ def diagnosis(result: dict[str, Any]) -> str:
         failed = [row["train"]["failed_checks"] for row in rows]
         drifted = ["drift_under_limit" in f or "step_under_limit" in f for f in failed]
         drift = sum(drifted)
-        ability = sum(
-            "general_ability" in f and not d for f, d in zip(failed, drifted, strict=True)
+        ability = sum(  # on the general prompts or on the user's own (own_prompts_ability)
+            any(c.endswith("ability") for c in f) and not d
+            for f, d in zip(failed, drifted, strict=True)
         )
         held = sum(bool(f) for f in failed) - drift - ability
         violations = statistics.fmean(row["violations"] / k for row in rows)
