@@ -318,10 +318,14 @@ def evaluate(
             "base": degeneration([a[:ability_tokens] for a in base_answers], scorer.is_end),
             "candidate": degeneration(answers, scorer.is_end),
         }
-        own = {
-            "base": degeneration(own_base, scorer.is_end),
-            "candidate": degeneration(own_answers, scorer.is_end),
-        }
+        own = (
+            {  # empty without the user's prompts: nothing was asked
+                "base": degeneration(own_base, scorer.is_end),
+                "candidate": degeneration(own_answers, scorer.is_end),
+            }
+            if own_prompts
+            else {}
+        )
     finally:
         scorer.close()
     checks: dict[str, Any] = {}

@@ -190,5 +190,5 @@ def test_the_gate_asks_the_users_own_prompts_too(
     assert "user's prompts" not in " ".join(verdict["skipped"])
     # Without the user's prompts the check is reported as skipped, never as passed.
     alone = gate.evaluate(tiny_qwen3_gguf, tmp_path / "l.gguf", None, [], general)
-    assert "own_prompts_ability" not in alone["checks"]
+    assert "own_prompts_ability" not in alone["checks"] and alone["own_ability"] == {}
     assert "ability on the user's prompts: no prompts" in alone["skipped"]

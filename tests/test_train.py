@@ -215,6 +215,8 @@ def test_the_gate_asks_the_users_own_prompts_newest_first_once_each() -> None:
     examples = [ex(1, [1]), ex(4, [2]), ex(3, [1]), ex(2, [3]), ex(5, [4])]
     assert own_prompts(examples, 16) == [[4], [2], [1], [3]]
     assert own_prompts(examples, 2) == [[4], [2]] and own_prompts(examples, 0) == []
+    long = [ex(6, list(range(2000))), *examples]  # a long history: the gate's memory
+    assert own_prompts(long, 16) == [[4], [2], [1], [3]]
 
 
 def test_bad_settings_are_refused() -> None:

@@ -185,12 +185,15 @@ def update(
     }
 
 
-def own_prompts(examples: list[Example], limit: int) -> list[list[int]]:
+def own_prompts(examples: list[Example], limit: int, max_tokens: int = 1024) -> list[list[int]]:
     """The distinct prompts of ``examples`` (without the hint), newest sample first, at most
-    ``limit``: the user's own questions, which the gate's ability check also asks."""
+    ``limit``: the user's own questions, which the gate's ability check also asks. Prompts of
+    more than ``max_tokens`` (a long conversation's history) are left out: the gate keeps every
+    logit of its context, so its memory grows with the longest prompt it asks."""
     out: list[list[int]] = []
     for e in sorted(examples, key=lambda e: -e.sample_id):
-        if len(out) < limit and e.prompt_ids not in out:
+        fits = len(e.prompt_ids) <= max_tokens
+        if len(out) < limit and fits and e.prompt_ids not in out:
             out.append(e.prompt_ids)
     return out
 
