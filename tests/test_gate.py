@@ -78,11 +78,20 @@ def test_the_gate_accepts_a_gentle_adapter_and_rejects_a_drifting_one(
     # (docs/benchmarks.md, "The general-ability check").
     loose = 32 if model == "qwen3" else 1
     ok = gate.evaluate(
-        any_gguf, gentle, None, held, prompts, max_kl=0.5, new_degenerate=loose, cache=cache
+        any_gguf,
+        gentle,
+        None,
+        held,
+        prompts,
+        [prompt],
+        max_kl=0.5,
+        new_degenerate=loose,
+        cache=cache,
     )
     assert ok["checks"]["drift_under_limit"] and ok["kl_to_base"] < 0.5
     assert ok["checks"]["step_under_limit"] and ok["kl_to_parent"] == ok["kl_to_base"]
-    assert ok["checks"]["general_ability"] and ok["skipped"] == []
+    assert ok["checks"]["general_ability"] and ok["checks"]["own_prompts_ability"]
+    assert ok["skipped"] == []
     assert ok["before"]["reward_logprob"] is not None and ok["after"]["opd_gap"] is not None
     assert cache.exists()  # the base model's answers are computed once
     few = prompts[:8]  # the same checks on fewer prompts, to keep the test short
