@@ -12,9 +12,9 @@ and prints, per adapter, its status in the run and the prompts where its answer 
 loops and the base model's is not, with the answer. With ``--cost N``, it also times the whole
 gate (``adapters.gate.evaluate``) on the first kept adapter without and with its run's prompts,
 alternated, N rounds (the base model's answers to the general prompts cached, as in the daemon).
-Run alone::
+Run alone, with the daemon homes ``bench.learning`` printed (``seed N: home PATH``)::
 
-    python -m bench.ownprompts /tmp/clawd-learn-oracle-brief-XXXX [more homes] --eval 5 --cost 2
+    python -m bench.ownprompts HOME [HOME ...] --eval 5 --cost 2
 """
 
 from __future__ import annotations
