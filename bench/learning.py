@@ -161,6 +161,9 @@ class Loop:
             "kl_to_base": gate.get("kl_to_base"),
             "gate_passed": gate.get("passed"),
             "failed_checks": [k for k, ok in (gate.get("checks") or {}).items() if not ok],
+            # the whole update failed and earlier points of it were judged (served_steps: the
+            # one that serves, None: none passed)
+            "walked_back": gate.get("walked_back"),
             # general answers that degenerated where the base model's did not (quoted)
             "new_degenerate": [
                 d["answer"] for d in (gate.get("ability") or {}).get("new_degenerate", [])

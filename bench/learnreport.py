@@ -124,9 +124,15 @@ def diagnosis(result: dict[str, Any]) -> str:
         )
         held = sum(bool(f) for f in failed) - drift - ability
         violations = statistics.fmean(row["violations"] / k for row in rows)
+        walked = sum(
+            bool((row["train"].get("walked_back") or {}).get("served_steps")) for row in rows
+        )
+        passed = f"{len(rows) - drift - ability - held}" + (
+            f" ({walked} an earlier point)" if walked else ""
+        )
         lines.append(
             f"| {method} | {len(rows)} | {violations:.0%} | {share} "
-            f"| {len(rows) - drift - ability - held} | {drift} | {ability} | {held} |"
+            f"| {passed} | {drift} | {ability} | {held} |"
         )
     return "\n".join(lines)
 

@@ -286,6 +286,14 @@ class Settings(BaseSettings):
         "own recent prompts) may get an empty or looping answer from an adapter where the base "
         "model's answer is sound (0: none).",
     )
+    gate_retries: int = Field(
+        2,
+        ge=0,
+        le=8,
+        description="Promotion gate: when an update fails only for drift or ability, how many "
+        "earlier points of it (about half its steps, then a quarter) to judge instead; the first "
+        "that passes serves (0: none).",
+    )
     auto_activate: bool = Field(
         True, description="Hot-load a new adapter as soon as it passes the promotion gate."
     )

@@ -88,3 +88,15 @@ def test_why_colours_follow_the_sign_and_size_of_the_advantage() -> None:
     assert most_down[0] == ("-", -2.4) and most_up[0] == (".", 0.9)
     plain = why_text(uifixture.REPORT["samples"][1])  # reward only: one colour
     assert len({span.style for span in plain.spans}) == 1
+
+
+def test_the_gate_view_says_when_an_earlier_point_of_the_update_serves() -> None:
+    from ui.adapters import gate_text
+
+    summary = "the whole update (6 steps) failed general_ability; serving its first 3 steps"
+    row = {
+        "version": "v1",
+        "status": "active",
+        "gate": {"passed": True, "checks": {}, "walked_back": {"summary": summary}},
+    }
+    assert f"walked back: {summary}" in str(gate_text(row))

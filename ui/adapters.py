@@ -83,6 +83,8 @@ def gate_text(row: dict[str, Any]) -> Text:
         )
     for why in gate.get("skipped") or []:
         text.append(f"  – skipped {why}\n", style="dim")
+    if walked := gate.get("walked_back"):
+        text.append(f"  walked back: {walked.get('summary')}\n", style="yellow")
     return text
 
 

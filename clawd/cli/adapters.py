@@ -87,6 +87,8 @@ def adapters_show(version: str = typer.Argument(..., help="The adapter version."
             out.print(f"  ability on your prompts {own}", highlight=False)
         for why in gate.get("skipped") or []:
             out.print(f"  skipped {why}", highlight=False)
+        if walked := gate.get("walked_back"):
+            out.print(f"  walked back: {walked['summary']}", highlight=False)
     if took := m.get("seconds"):
         from clawd.training.report import phase_times
 

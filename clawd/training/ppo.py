@@ -129,6 +129,7 @@ def train_steps(
     cfg: TrainConfig,
     on_step: Callable[[dict[str, float]], None],
     kl_coef: float | None = None,
+    on_kept: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
     """PPO epochs over the scored examples; raises NonFinite on a NaN or infinite value.
 
@@ -139,7 +140,10 @@ def train_steps(
     the learning rate, at most ``max_halvings`` times, then the update stops inside or just past
     the region instead of wherever one step threw it.
 
-    ``on_step`` gets every step taken, numbered in order, undone ones too. Returns how the update
+    ``on_step`` gets every step taken, numbered in order, undone ones too; ``on_kept`` gets the
+    state after each kept step that the trust region let the next one follow (``steps``, ``lr``,
+    ``kl_coef``, ...; a count may come twice, after an undone step, with the same weights), so
+    that the caller can keep the weights of earlier points. Returns how the update
     ended: ``stopped_early`` (the trust region ended it), ``steps`` (steps kept), ``undone``
     (steps taken back), ``lr`` (the rate it ended at), ``kl_coef``
     (the penalty's coefficient after adapting, for the next run to start from).
@@ -200,6 +204,8 @@ def train_steps(
                 return ended(True, step_kl)  # Trust region (PPO early stopping): far enough.
         if i == len(batches):
             return ended(False, step_kl)
+        if on_kept is not None and step > 0:
+            on_kept(ended(False))
         chunk = batches[i]
         reward = torch.tensor([advantage_reward[id(e)] for e in chunk], device=mask.device)
         adv = token_advantages(

@@ -13,7 +13,9 @@ with a constant normaliser, a KL-to-base penalty with an adaptive coefficient an
 (``clawd.training.update``); ``train_backend = ray`` runs it on a Ray cluster instead of in this
 process (``clawd.training.remote``). The result is written as a PEFT folder plus a GGUF LoRA into
 a temporary folder, judged by the gate (``adapters.gate``), and renamed to
-``CLAWD_HOME/adapters/<version>/`` as a ``candidate`` (or ``rejected``, kept for inspection);
+``CLAWD_HOME/adapters/<version>/`` as a ``candidate`` (or ``rejected``, kept for inspection;
+when the whole update fails only for drift or ability, an earlier point of it that passes serves
+instead: ``clawd.training.earlier``);
 only then are the samples settled: a candidate's are used, a rejected run's wait again. A
 non-finite loss or gradient, too little memory, a lost Ray worker, a cancel (Ctrl+C, SIGTERM)
 or any error fails the run with its reason recorded, writes no adapter and leaves every sample
@@ -191,6 +193,8 @@ def _train(
     settings: Settings,
 ) -> dict[str, Any]:
     from adapters import gate
+    from adapters.export import export_gguf
+    from clawd.training import earlier
     from clawd.training.report import phase_times, write_report
 
     digest = sha256_file(model_path)
@@ -236,19 +240,32 @@ def _train(
     write_report(tmp, {"run_id": run_id, "version": version, **result["report"]})
     heldout = [gate.HeldOut(**h) for h in result["heldout"]]
     gate_started = time.monotonic()
-    verdict = gate.evaluate(
-        model_path,
-        tmp / "adapter.gguf",
-        Path(current["path"]) / "adapter.gguf" if current else None,
-        heldout,
-        result["general"],
-        result["own_prompts"],
-        max_kl=cfg.gate_max_kl,
-        step_kl=cfg.gate_step_kl,
-        new_degenerate=cfg.gate_new_degenerate,
-        cache=home / "cache" / f"gate-{digest[:16]}.json",
-        threads=cfg.threads,
+
+    def judge(candidate: Path) -> dict[str, Any]:
+        return gate.evaluate(
+            model_path,
+            candidate,
+            Path(current["path"]) / "adapter.gguf" if current else None,
+            heldout,
+            result["general"],
+            result["own_prompts"],
+            max_kl=cfg.gate_max_kl,
+            step_kl=cfg.gate_step_kl,
+            new_degenerate=cfg.gate_new_degenerate,
+            cache=home / "cache" / f"gate-{digest[:16]}.json",
+            threads=cfg.threads,
+        )
+
+    verdict, point = earlier.walk_back(
+        tmp,
+        judge(tmp / "adapter.gguf"),
+        result.get("earlier", []),
+        ended["steps"],
+        judge,
+        lambda peft, gguf: export_gguf(peft, model_path, gguf),
     )
+    if point is not None:  # an earlier point of the update serves: its steps, rate, penalty
+        ended = {**ended, **{k: point[k] for k in ("steps", "undone", "lr", "kl_coef")}}
     seconds = {
         **result["report"].get("seconds", {}),
         "gate": round(time.monotonic() - gate_started, 1),
@@ -275,6 +292,7 @@ def _train(
             "kl_coef": ended["kl_coef"],
         },
         "seconds": seconds,  # load, hindsight, score, train, export (on the worker), ray, gate
+        # (the gate's time includes judging earlier points of the update, when it did)
         "files": {"gguf": "adapter.gguf", "peft": "peft", "report": "report.json"},
     }
     final = registry.add_candidate(store, home, tmp, manifest, trained_ids, result["heldout_ids"])

@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from clawd.training import hindsight, ppo
+from clawd.training import earlier, hindsight, ppo
 from clawd.training.batches import Example, build_examples
 from clawd.training.config import TrainConfig
 
@@ -71,8 +71,9 @@ def update(
     """Train one adapter into ``out``; returns ``report`` (for report.json, without the
     version), ``trained``/``replayed``/``heldout_ids`` (sample ids), ``heldout`` and
     ``general`` (the gate's held-out examples and general prompts, as token ids),
-    ``own_prompts`` (the user's prompts the gate also asks, ``own_prompts``), ``ended``
-    and ``steps``; the report's ``seconds`` says how long each phase took. Raises
+    ``own_prompts`` (the user's prompts the gate also asks, ``own_prompts``), ``earlier``
+    (points of the update the gate may fall back on, latest first: ``clawd.training.earlier``),
+    ``ended`` and ``steps``; the report's ``seconds`` says how long each phase took. Raises
     TrainingError (or ppo.NonFinite) and leaves ``out`` incomplete."""
     from adapters.export import export_gguf
     from adapters.gate import HeldOut, general_prompts
@@ -141,7 +142,14 @@ def update(
         if on_step:
             on_step(m)
 
-    ended = ppo.train_steps(model, examples, cfg, step, kl_coef=inputs.kl_coef)
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    kept: dict[int, tuple[dict[str, Any], list[torch.Tensor]]] = {}
+
+    def keep(state: dict[str, Any]) -> None:  # earlier points, for the gate to fall back on
+        if cfg.gate_retries and earlier.on_grid(state["steps"]):
+            kept[state["steps"]] = (state, [p.detach().to("cpu", copy=True) for p in trainable])
+
+    ended = ppo.train_steps(model, examples, cfg, step, kl_coef=inputs.kl_coef, on_kept=keep)
     lap("train")
     if not steps:
         raise TrainingError(
@@ -150,6 +158,15 @@ def update(
         )
     model.save_pretrained(out / "peft")
     export_gguf(out / "peft", model_path, out / "adapter.gguf")
+    points = []  # written as PEFT folders only: the run exports one if the gate asks for it
+    for n in earlier.points_to_try(ended["steps"], sorted(kept), cfg.gate_retries):
+        state, values = kept[n]
+        with torch.no_grad():
+            for p, v in zip(trainable, values, strict=True):
+                p.copy_(v)
+        folder = Path("earlier") / f"step-{n}" / "peft"
+        model.save_pretrained(out / folder)
+        points.append({**state, "peft": str(folder)})
     lap("export")
     report = {
         "status": "succeeded",
@@ -162,6 +179,7 @@ def update(
         "config": asdict(cfg),
         "steps": steps,
         "ended": ended,
+        "earlier": [{k: v for k, v in p.items() if k != "peft"} for p in points],
         "seconds": seconds,
         "samples": [e.report(tok) for e in examples],
     }
@@ -179,6 +197,7 @@ def update(
         "heldout": [asdict(h) for h in held],
         "general": general,
         "own_prompts": own,
+        "earlier": points,
         "steps": steps,
         "ended": ended,
         "skipped": skipped,
