@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
+from safetensors.torch import load_file
 from typer.testing import CliRunner
 
 from bench.samples import add_sample
@@ -64,6 +66,7 @@ def test_only_a_harm_rejection_is_walked_back_and_the_first_point_that_passes_se
     whole = _verdict(False, ("general_ability",))
     verdict, point = earlier.walk_back(tmp, whole, points, 4, judge("step-1"), export)
     assert point == points[1] and verdict["walked_back"]["served_steps"] == 1
+    assert judged == ["gguf of earlier/step-2/peft", "gguf of earlier/step-1/peft"]
     assert [t["passed"] for t in verdict["walked_back"]["tried"]] == [False, True]
     assert (tmp / "peft" / "weights").read_text() == "earlier/step-1/peft"
     assert (tmp / "adapter.gguf").read_text() == "gguf of earlier/step-1/peft"
@@ -117,6 +120,20 @@ def test_a_harmful_update_serves_an_earlier_point_that_passes(
         assert {store.db["samples"].get(i)["status"] for i in ids} == {"used"}
     shown = CliRunner().invoke(app, ["adapters", "show", summary["version"]])
     assert "walked back: the whole update (4 steps) failed step_under_limit" in shown.output
+    report = json.loads((folder / "report.json").read_text())
+    assert report["walked_back"]["served_steps"] == 2
+    # The served weights are those of the update's first 2 steps: a run of 1 epoch (2 steps,
+    # same seed, same first shuffle) on the same samples ends on the same weights.
+    with Store.open(home) as store:
+        store.db.conn.execute("UPDATE samples SET status = 'approved'")
+        store.db.conn.commit()
+    short = train.run(home, settings_for(tiny_qwen3_gguf), cfg=small(epochs=1))
+    assert short["steps"] == 2 and "walked_back" not in short["gate"]
+    a, b = (
+        load_file(str(Path(p) / "peft" / "adapter_model.safetensors"))
+        for p in (folder, short["path"])
+    )
+    assert a.keys() == b.keys() and all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
 
 
 def test_when_no_earlier_point_passes_the_whole_update_is_rejected(

@@ -70,7 +70,8 @@ def walk_back(
 
     ``earlier`` are the points ``update`` wrote (``steps``, ``lr``, ``kl_coef``, ``peft``: a
     folder relative to ``tmp``), latest first. Each is exported (``export(peft, gguf)``) and
-    judged (``judge(gguf)``) while every check failed so far is a harm check. The first to pass
+    judged (``judge(gguf)``) while every check failed so far is a harm check (an error doing so
+    ends the walk, recorded, and the whole update's verdict stands). The first to pass
     replaces ``tmp/peft`` and ``tmp/adapter.gguf``; its verdict is recorded. If none passes the
     whole update's verdict is kept, with what was tried. Either way the verdict says so under
     ``walked_back``, and the points' folders are removed."""
@@ -84,8 +85,12 @@ def walk_back(
                 break
             peft = tmp / point["peft"]
             gguf = peft.parent / "adapter.gguf"
-            export(peft, gguf)
-            last = judge(gguf)
+            try:
+                export(peft, gguf)
+                last = judge(gguf)
+            except Exception as exc:  # the whole update's verdict stands, kept for inspection
+                tried.append({"steps": point["steps"], "passed": False, "error": str(exc)})
+                break
             tried.append(
                 {
                     "steps": point["steps"],
@@ -127,7 +132,9 @@ def describe(walked: dict[str, Any]) -> str:
     head = f"the whole update ({whole['steps']} steps) failed {', '.join(whole['failed'])}"
     if walked.get("served_steps"):
         return f"{head}; serving its first {walked['served_steps']} steps, which passed"
-    tried = ", ".join(f"{t['steps']} steps ({', '.join(t['failed'])})" for t in walked["tried"])
+    tried = ", ".join(
+        f"{t['steps']} steps ({t.get('error') or ', '.join(t['failed'])})" for t in walked["tried"]
+    )
     return f"{head}; earlier points failed too: {tried}"
 
 

@@ -11,7 +11,8 @@ its arguments, the parent adapter's PEFT folder as a tar, the base GGUF by path 
 (``ray_model_path``, a shared disk, checked against its sha256) or, without one, through the
 object store in 64 MiB pieces (cached on the worker by hash). Each step's metrics come back
 through a ``ray.util.queue.Queue`` as they happen; the result is the update's plain-data
-summary plus a tar of ``peft/`` and ``adapter.gguf``, unpacked into the run's temp folder.
+summary plus a tar of ``peft/``, ``adapter.gguf`` and the earlier points' ``earlier/``
+(``clawd.training.earlier``), unpacked into the run's temp folder.
 
 Anything that goes wrong there — a worker killed, a node lost, the cluster unreachable, an
 error in the update — raises ``TrainingError`` with the reason; Ctrl+C or SIGTERM cancels the

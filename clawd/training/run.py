@@ -265,7 +265,11 @@ def _train(
         lambda peft, gguf: export_gguf(peft, model_path, gguf),
     )
     if point is not None:  # an earlier point of the update serves: its steps, rate, penalty
-        ended = {**ended, **{k: point[k] for k in ("steps", "undone", "lr", "kl_coef")}}
+        keys = ("steps", "undone", "lr", "kl_coef", "stopped_early")
+        ended = {**ended, **{k: point[k] for k in keys}}
+    if "walked_back" in verdict:  # the report says which point of its steps serves, if any
+        report = {**result["report"], "walked_back": verdict["walked_back"]}
+        write_report(tmp, {"run_id": run_id, "version": version, **report})
     seconds = {
         **result["report"].get("seconds", {}),
         "gate": round(time.monotonic() - gate_started, 1),
@@ -284,7 +288,7 @@ def _train(
         "status": "candidate" if verdict["passed"] else "rejected",
         "gate": verdict,
         "metrics": {
-            "final_loss": steps[-1]["loss"],
+            "final_loss": steps[-1]["loss"],  # the whole update's last step
             "steps": ended["steps"],  # kept; ``undone`` more were taken back (trust region)
             "undone": ended["undone"],
             "lr": ended["lr"],
