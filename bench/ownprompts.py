@@ -31,21 +31,22 @@ from bench.personas import EVAL_PROMPTS
 from clawd.chattemplate import ChatTemplate
 from clawd.config import clawd_home
 from clawd.models import resolve
+from clawd.training.batches import Example
 from clawd.training.config import TrainConfig
+from clawd.training.update import own_prompts
 
 TOKENS = 64  # the gate's ability_tokens
 
 
 def run_prompts(db: sqlite3.Connection, manifest: dict, limit: int) -> list[list[int]]:
-    """The distinct prompts of the run's samples, newest sample first, at most ``limit``."""
-    ids = sorted({*manifest["samples"], *manifest["replayed"], *manifest["heldout"]}, reverse=True)
-    out: list[list[int]] = []
-    for sid in ids:
+    """The prompts the gate asks of the run's samples (``clawd.training.update.own_prompts``:
+    distinct, newest sample first, at most ``limit``, none over 1024 tokens)."""
+    examples = []
+    for sid in {*manifest["samples"], *manifest["replayed"], *manifest["heldout"]}:
         row = db.execute("SELECT prompt_token_ids FROM samples WHERE id = ?", (sid,)).fetchone()
-        prompt = json.loads(row[0]) if row else None
-        if prompt and prompt not in out and len(out) < limit:
-            out.append(prompt)
-    return out
+        if row and (prompt := json.loads(row[0])):
+            examples.append(Example(sid, "rl", None, 0.0, prompt, prompt, []))
+    return own_prompts(examples, limit)
 
 
 def new_loops(scorer: Scorer, adapter: Path, prompts: list[list[int]]) -> list[str]:
