@@ -121,9 +121,7 @@ def walk_back(
         "served_steps": served and served["steps"],
     }
     record["summary"] = describe(record)  # what the CLI and the TUI show
-    return ({**last, "walked_back": record} if served else {**verdict, "walked_back": record}), (
-        served
-    )
+    return {**(last if served else verdict), "walked_back": record}, served
 
 
 def describe(walked: dict[str, Any]) -> str:

@@ -237,7 +237,6 @@ def _train(
         result = update(inputs, tmp, home, on_step)
     ended, trained_ids = result["ended"], result["trained"]
     version = time.strftime("%Y%m%d-%H%M%S") + f"-r{run_id}"
-    write_report(tmp, {"run_id": run_id, "version": version, **result["report"]})
     heldout = [gate.HeldOut(**h) for h in result["heldout"]]
     gate_started = time.monotonic()
 
@@ -267,9 +266,10 @@ def _train(
     if point is not None:  # an earlier point of the update serves: its steps, rate, penalty
         keys = ("steps", "undone", "lr", "kl_coef", "stopped_early")
         ended = {**ended, **{k: point[k] for k in keys}}
+    report = {"run_id": run_id, "version": version, **result["report"]}
     if "walked_back" in verdict:  # the report says which point of its steps serves, if any
-        report = {**result["report"], "walked_back": verdict["walked_back"]}
-        write_report(tmp, {"run_id": run_id, "version": version, **report})
+        report["walked_back"] = verdict["walked_back"]
+    write_report(tmp, report)
     seconds = {
         **result["report"].get("seconds", {}),
         "gate": round(time.monotonic() - gate_started, 1),

@@ -146,12 +146,11 @@ def update(
     kept: dict[int, tuple[dict[str, Any], list[torch.Tensor]]] = {}
 
     def keep(state: dict[str, Any]) -> None:  # earlier points, for the gate to fall back on
-        if cfg.gate_retries and earlier.on_grid(state["steps"]):
-            # after an undone step the same count comes again, same weights, halved rate: the
-            # first is the state those weights were reached in
-            kept.setdefault(
-                state["steps"], (state, [p.detach().to("cpu", copy=True) for p in trainable])
-            )
+        # after an undone step the same count comes again, same weights, halved rate: the
+        # first is the state those weights were reached in
+        n = state["steps"]
+        if cfg.gate_retries and earlier.on_grid(n) and n not in kept:
+            kept[n] = (state, [p.detach().to("cpu", copy=True) for p in trainable])
 
     ended = ppo.train_steps(model, examples, cfg, step, kl_coef=inputs.kl_coef, on_kept=keep)
     lap("train")
