@@ -42,6 +42,10 @@ from typing import Any
 
 import numpy as np
 
+# Tokens of each greedy answer the ability check reads: a loop with a long period shows only
+# past 32 (docs/benchmarks.md, "The general-ability check reads 64 tokens").
+ABILITY_TOKENS = 64
+
 # Fixed general prompts: facts, code, advice, writing, maths, language, everyday tasks.
 GENERAL = [
     "What is the boiling point of water at sea level?",
@@ -272,7 +276,7 @@ def evaluate(
     tolerance: float = 0.02,
     min_heldout: int = 4,
     answer_tokens: int = 32,
-    ability_tokens: int = 64,
+    ability_tokens: int = ABILITY_TOKENS,
     drift_prompts: int = 16,
     cache: Path | None = None,
     threads: int = 0,

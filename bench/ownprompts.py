@@ -26,7 +26,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from adapters.gate import Scorer, degeneration, evaluate, general_ability, general_prompts
+from adapters.gate import (
+    ABILITY_TOKENS,
+    Scorer,
+    degeneration,
+    evaluate,
+    general_ability,
+    general_prompts,
+)
 from bench.personas import EVAL_PROMPTS
 from clawd.chattemplate import ChatTemplate
 from clawd.config import clawd_home
@@ -34,8 +41,6 @@ from clawd.models import resolve
 from clawd.training.batches import Example
 from clawd.training.config import TrainConfig
 from clawd.training.update import own_prompts
-
-TOKENS = 64  # the gate's ability_tokens
 
 
 def run_prompts(db: sqlite3.Connection, manifest: dict, limit: int) -> list[list[int]]:
@@ -52,9 +57,9 @@ def run_prompts(db: sqlite3.Connection, manifest: dict, limit: int) -> list[list
 def new_loops(scorer: Scorer, adapter: Path, prompts: list[list[int]]) -> list[str]:
     """The adapter's answers that degenerate where the base model's do not."""
     scorer.set_adapter(None)
-    base = [scorer.answer(p, TOKENS) for p in prompts]
+    base = [scorer.answer(p, ABILITY_TOKENS) for p in prompts]
     scorer.set_adapter(adapter)
-    mine = [scorer.answer(p, TOKENS) for p in prompts]
+    mine = [scorer.answer(p, ABILITY_TOKENS) for p in prompts]
     _, new = general_ability(degeneration(base, scorer.is_end), degeneration(mine, scorer.is_end))
     return [scorer.llm.detokenize(mine[i]).decode("utf-8", "replace") for i in new]
 

@@ -120,6 +120,9 @@ class TrainConfig:
     # when the whole update failed for drift or ability only; the first to pass serves
     # (clawd.training.earlier). 0 = off.
     gate_retries: int = 2
+    # The gate's ability check asked after every step while the update trains: a step that makes
+    # a greedy answer loop is undone and retaken at half the rate (clawd.training.loopguard).
+    loop_guard: bool = True
 
     def __post_init__(self) -> None:
         checks = {
@@ -190,6 +193,7 @@ class TrainConfig:
             gate_step_kl=s.gate_step_kl,
             gate_new_degenerate=s.gate_new_degenerate,
             gate_retries=s.gate_retries,
+            loop_guard=s.train_loop_guard,
         )
 
 

@@ -25,6 +25,7 @@ import torch
 
 from clawd.training.batches import Example, collate
 from clawd.training.config import TrainConfig
+from clawd.training.loopguard import LoopGuard
 from clawd.training.losses import (
     adapt_kl_coef,
     centred_rewards,
@@ -130,6 +131,7 @@ def train_steps(
     on_step: Callable[[dict[str, float]], None],
     kl_coef: float | None = None,
     on_kept: Callable[[dict[str, Any]], None] | None = None,
+    guard: LoopGuard | None = None,
 ) -> dict[str, Any]:
     """PPO epochs over the scored examples; raises NonFinite on a NaN or infinite value.
 
@@ -140,18 +142,23 @@ def train_steps(
     the learning rate, at most ``max_halvings`` times, then the update stops inside or just past
     the region instead of wherever one step threw it.
 
+    With a ``guard`` (``clawd.training.loopguard``) every step is also asked the gate's prompts
+    before the next: a step that makes an answer loop where the update's starting weights did
+    not is undone and retaken at half the rate (the same ``max_halvings`` in all); with none
+    left the update ends before it (``loop``: the prompt and answer that looped).
+
     ``on_step`` gets every step taken, numbered in order, undone ones too; ``on_kept`` gets the
     state after each kept step that the trust region let the next one follow (``steps``, ``lr``,
     ``kl_coef``, ...; a count may come twice, after an undone step, with the same weights), so
     that the caller can keep the weights of earlier points. Returns how the update
     ended: ``stopped_early`` (the trust region ended it), ``steps`` (steps kept), ``undone``
-    (steps taken back), ``lr`` (the rate it ended at), ``kl_coef``
+    (steps taken back, ``looped`` of them for a loop), ``lr`` (the rate it ended at), ``kl_coef``
     (the penalty's coefficient after adapting, for the next run to start from).
     """
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=0.0)
     rng = random.Random(cfg.seed)
-    step = undone = taken = 0  # kept, taken back, taken (every step logs: its number)
+    step = undone = taken = looped = 0  # kept, taken back (for a loop), taken (logs its number)
     lr = cfg.lr
     beta = cfg.kl_coef if kl_coef is None else kl_coef
     normalizer = float(cfg.batch_size * cfg.norm_tokens)
@@ -171,14 +178,31 @@ def train_steps(
         ]
     saved: tuple[list[torch.Tensor], dict[str, Any], float] | None = None  # before the last step
 
-    def ended(stopped: bool, kl_step: float | None = None) -> dict[str, Any]:
+    def ended(stopped: bool, kl_step: float | None = None, **more: Any) -> dict[str, Any]:
         out = {"stopped_early": stopped, "steps": step, "undone": undone, "lr": lr, "kl_coef": beta}
-        return out if kl_step is None else {**out, "kl_step": kl_step}
+        out = out if kl_step is None else {**out, "kl_step": kl_step}
+        return {**out, "looped": looped, **more} if guard is not None else out
+
+    def undo() -> None:  # back to the weights before the last step
+        nonlocal beta, saved, step, undone
+        assert saved is not None
+        values, state, beta = saved
+        with torch.no_grad():
+            for p, v in zip(params, values, strict=True):
+                p.copy_(v)
+        opt.load_state_dict(state)
+        step, undone, saved = step - 1, undone + 1, None
+
+    def halve() -> None:
+        nonlocal lr
+        lr /= 2
+        for group in opt.param_groups:
+            group["lr"] = lr
 
     i = 0
     while i <= len(batches):
         if i == len(batches):  # after the last step: where did it land, on its own batch?
-            if cfg.target_kl <= 0 or saved is None:
+            if saved is None or (cfg.target_kl <= 0 and guard is None):
                 break
             with torch.no_grad():
                 batch, full, logp = _forward(model, batches[-1])
@@ -190,16 +214,22 @@ def train_steps(
         if cfg.target_kl > 0 and step_kl > cfg.target_kl:
             if step_kl > cfg.overshoot * cfg.target_kl and saved and undone < cfg.max_halvings:
                 # The last step overshot the region: take it back and retake it at half the rate.
-                values, state, beta = saved
-                with torch.no_grad():
-                    for p, v in zip(params, values, strict=True):
-                        p.copy_(v)
-                opt.load_state_dict(state)
-                lr /= 2
-                for group in opt.param_groups:
-                    group["lr"] = lr
-                step, undone, saved, i = step - 1, undone + 1, None, i - 1
+                undo()
+                halve()
+                i -= 1
                 continue
+        if guard is not None and saved is not None:  # the last step, asked the gate's prompts
+            loop = guard.check()
+            if loop is not None:
+                undo()
+                looped += 1
+                if undone <= cfg.max_halvings:  # retake it at half the rate
+                    halve()
+                    i -= 1
+                    continue
+                return ended(True, loop=loop)  # no retake left: the update ends before it
+            guard.accept()
+        if cfg.target_kl > 0 and step_kl > cfg.target_kl:
             if i < len(batches):
                 return ended(True, step_kl)  # Trust region (PPO early stopping): far enough.
         if i == len(batches):
@@ -238,7 +268,7 @@ def train_steps(
         step, taken = step + 1, taken + 1
         if not torch.isfinite(total):
             raise NonFinite(f"non-finite loss at step {taken}")
-        if cfg.target_kl > 0:  # what an overshooting step is undone to
+        if cfg.target_kl > 0 or guard is not None:  # what an undone step goes back to
             saved = ([p.detach().clone() for p in params], copy.deepcopy(opt.state_dict()), beta)
         opt.zero_grad()
         total.backward()

@@ -294,8 +294,11 @@ def _train(
             "lr": ended["lr"],
             "stopped_early": ended["stopped_early"],
             "kl_coef": ended["kl_coef"],
+            # steps the loop guard took back, and its prompts and time (train_loop_guard)
+            **({"looped": ended["looped"]} if "looped" in ended else {}),
+            **({"guard": ended["guard"]} if "guard" in ended else {}),
         },
-        "seconds": seconds,  # load, hindsight, score, train, export (on the worker), ray, gate
+        "seconds": seconds,  # load, hindsight, score, guard, train, export (the worker), ray, gate
         # (the gate's time includes judging earlier points of the update, when it did)
         "files": {"gguf": "adapter.gguf", "peft": "peft", "report": "report.json"},
     }

@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from clawd.training import earlier, hindsight, ppo
+from clawd.training import earlier, hindsight, loopguard, ppo
 from clawd.training.batches import Example, build_examples
 from clawd.training.config import TrainConfig
 
@@ -76,7 +76,7 @@ def update(
     ``ended`` and ``steps``; the report's ``seconds`` says how long each phase took. Raises
     TrainingError (or ppo.NonFinite) and leaves ``out`` incomplete."""
     from adapters.export import export_gguf
-    from adapters.gate import HeldOut, general_prompts
+    from adapters.gate import ABILITY_TOKENS, HeldOut, general_prompts
     from clawd.chattemplate import ChatTemplate
     from clawd.training import torchmodel
 
@@ -122,8 +122,8 @@ def update(
     general = general_prompts(tokenize, template.render)[: cfg.gate_prompts]
     lap("load")
     seen: list[dict[str, Any]] = []
+    eos = [t for t in dict.fromkeys([tok.eos_token_id, *_end_tokens(tok)]) if t is not None]
     if cfg.hindsight:
-        eos = [t for t in {tok.eos_token_id, *_end_tokens(tok)} if t is not None]
         # Replayed samples too: a teacher found deflecting would otherwise come back with them.
         written, seen = hindsight.hindsight_examples(
             model, examples, cfg, eos, references=general[::8]
@@ -132,6 +132,12 @@ def update(
         lap("hindsight")
     ppo.score_examples(model, examples, cfg)
     lap("score")
+    guard = None
+    if cfg.loop_guard:  # the gate's ability check after every step (clawd.training.loopguard)
+        guard = loopguard.LoopGuard(
+            model, general + own, ABILITY_TOKENS, eos, cfg.gate_new_degenerate
+        )
+        lap("guard")
     total = cfg.epochs * math.ceil(len(examples) / cfg.batch_size)
     total += cfg.max_halvings if cfg.target_kl > 0 else 0  # steps the trust region may retake
     steps: list[dict[str, float]] = []
@@ -152,12 +158,23 @@ def update(
         if cfg.gate_retries and earlier.on_grid(n) and n not in kept:
             kept[n] = (state, [p.detach().to("cpu", copy=True) for p in trainable])
 
-    ended = ppo.train_steps(model, examples, cfg, step, kl_coef=inputs.kl_coef, on_kept=keep)
+    ended = ppo.train_steps(
+        model, examples, cfg, step, kl_coef=inputs.kl_coef, on_kept=keep, guard=guard
+    )
     lap("train")
     if not steps:
         raise TrainingError(
             f"the first step was already past the trust region (KL {ended.get('kl_step', 0):.3f} "
             f"> train_target_kl {cfg.target_kl}): nothing was learned"
+        )
+    if guard is not None:
+        ended["guard"] = guard.report()
+    if ended["steps"] == 0:
+        loop = ended.get("loop") or {}
+        answer = tok.decode(loop.get("answer") or [])
+        raise TrainingError(
+            f"every step made a greedy answer loop, even at 1/{2**cfg.max_halvings} of the "
+            f"learning rate ({answer[:80]!r}): nothing was learned"
         )
     model.save_pretrained(out / "peft")
     export_gguf(out / "peft", model_path, out / "adapter.gguf")
