@@ -101,6 +101,7 @@ def test_a_run_writes_a_candidate_and_marks_samples_used(any_gguf: Path, home: P
         assert f"made adapter {summary['version']} (load " in made and " s, gate " in made
     shown = CliRunner().invoke(app, ["adapters", "show", summary["version"]])
     assert shown.exit_code == 0 and "time: load " in shown.output, shown.output
+    assert "training: 4 steps kept; loop guard: 5 prompts asked 4 times" in shown.output
     with pytest.raises(train.NothingToTrain):  # the samples are used up
         train.run(home, settings_for(any_gguf), cfg=small())
 

@@ -89,6 +89,8 @@ def adapters_show(version: str = typer.Argument(..., help="The adapter version."
             out.print(f"  skipped {why}", highlight=False)
         if walked := gate.get("walked_back"):
             out.print(f"  walked back: {walked['summary']}", highlight=False)
+    if (metrics := m.get("metrics") or {}).get("steps") is not None:
+        out.print(f"[bold]training:[/] {steps_line(metrics)}", highlight=False)
     if took := m.get("seconds"):
         from clawd.training.report import phase_times
 
@@ -100,6 +102,20 @@ def adapters_show(version: str = typer.Argument(..., help="The adapter version."
             highlight=False,
         )
     out.print(f"files: {a['path']}", highlight=False)
+
+
+def steps_line(metrics: dict) -> str:
+    """A manifest's step counts in words: kept, taken back (for a loop), the loop guard's cost."""
+    line = f"{metrics['steps']} steps kept"
+    if undone := metrics.get("undone"):
+        looped = metrics.get("looped") or 0
+        line += f", {undone} taken back" + (f" ({looped} for a loop)" if looped else "")
+    if guard := metrics.get("guard"):
+        line += (
+            f"; loop guard: {guard['prompts']} prompts asked {guard['checks']} times, "
+            f"{guard['seconds']:.0f} s"
+        )
+    return line
 
 
 def _switch(path: str, body: dict | None, offline: Callable[[], str]) -> None:
