@@ -224,10 +224,11 @@ class Settings(BaseSettings):
         "signal as OpenClaw-RL defines it, which pushes the model's own answers down).",
     )
     train_loop_guard: bool = Field(
-        True,
+        False,
         description="Ask the promotion gate's general and recent prompts after every training "
         "step: a step that makes an answer loop or go empty is taken back and retaken at half "
-        "the learning rate (costs seconds per step; off: only the gate judges).",
+        "the learning rate (on a CPU it costs tens of seconds per step; off: only the gate "
+        "judges).",
     )
     train_threads: int = Field(
         0, ge=0, le=1024, description="CPU threads for training; 0 lets torch decide."

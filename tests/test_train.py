@@ -61,7 +61,10 @@ def test_a_run_writes_a_candidate_and_marks_samples_used(any_gguf: Path, home: P
         ]
     seen: list[int] = []
     summary = train.run(
-        home, settings_for(any_gguf), cfg=small(), progress=lambda step, total, m: seen.append(step)
+        home,
+        settings_for(any_gguf),
+        cfg=small(loop_guard=True),
+        progress=lambda step, total, m: seen.append(step),
     )
     assert summary["steps"] == 4 and seen == [1, 2, 3, 4]
     folder = Path(summary["path"])

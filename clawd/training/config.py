@@ -122,7 +122,10 @@ class TrainConfig:
     gate_retries: int = 2
     # The gate's ability check asked after every step while the update trains: a step that makes
     # a greedy answer loop is undone and retaken at half the rate (clawd.training.loopguard).
-    loop_guard: bool = True
+    # Off: on SmolLM2-135M on 2 cores it made an update's steps take 4-10 times as long and it
+    # saw about two thirds of the loops the gate sees in llama.cpp (docs/benchmarks.md, "A loop
+    # guard inside the update").
+    loop_guard: bool = False
 
     def __post_init__(self) -> None:
         checks = {
