@@ -11,10 +11,12 @@ weights answered soundly, and retakes it at half the rate; with no retakes left 
 before it. It is a proxy of the gate (torch in float32, not llama.cpp: a near-tie may break the
 other way there), so the gate still judges.
 
-Asking 48 prompts for 64 tokens takes about 12 s on 2 cores (SmolLM2-135M), too long to do
-after every step. A small step changes few greedy answers, and a greedy answer changes only
-where the model's choice does: ``greedy_answers`` checks the previous answers in one
-teacher-forced pass and writes again only those that changed, from their first changed token.
+Writing 32 answers of 64 tokens anew takes 12-16 s on 2 cores (SmolLM2-135M). A small step
+changes few greedy answers, and a greedy answer changes only where the model's choice does:
+``greedy_answers`` checks the previous answers in one teacher-forced pass and writes again only
+those that changed, from their first changed token. Even so a check of 38 prompts took 28 s on
+one thread, and torch found 4 of the 6 kept adapters' loops that llama.cpp found: the setting
+``train_loop_guard`` is off by default (docs/benchmarks.md, "A loop guard inside the update").
 
 Run alone to print a model's (or an adapter's) greedy answers to the general prompts and which
 degenerate::

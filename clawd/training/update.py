@@ -139,7 +139,8 @@ def update(
         )
         lap("guard")
     total = cfg.epochs * math.ceil(len(examples) / cfg.batch_size)
-    total += cfg.max_halvings if cfg.target_kl > 0 else 0  # steps the trust region may retake
+    retakes = cfg.target_kl > 0 or guard is not None
+    total += cfg.max_halvings if retakes else 0  # steps the trust region or the guard may retake
     steps: list[dict[str, float]] = []
 
     def step(m: dict[str, float]) -> None:
@@ -173,8 +174,8 @@ def update(
         loop = ended.get("loop") or {}
         answer = tok.decode(loop.get("answer") or [])
         raise TrainingError(
-            f"every step made a greedy answer loop, even at 1/{2**cfg.max_halvings} of the "
-            f"learning rate ({answer[:80]!r}): nothing was learned"
+            f"the first step made a greedy answer loop at every rate tried, down to "
+            f"{ended['lr']:.2g} ({answer[:80]!r}): nothing was learned"
         )
     model.save_pretrained(out / "peft")
     export_gguf(out / "peft", model_path, out / "adapter.gguf")
