@@ -46,7 +46,7 @@ def main() -> None:
     prompts = general_prompts(tokenize, render)
     base, tok = torchmodel.load(gguf, clawd_home())
     base.eval()
-    eos = [t for t in dict.fromkeys([tok.convert_tokens_to_ids("<|im_end|>"), tok.eos_token_id])]
+    eos = torchmodel.end_tokens(tok)
     started = time.monotonic()
     torch_base, _ = greedy_answers(base, prompts, ABILITY_TOKENS, eos)
     torch_base_deg = degeneration(torch_base, lambda t: t in eos)

@@ -193,7 +193,7 @@ def main() -> None:
     import sys
     from pathlib import Path
 
-    from adapters.gate import degeneration, general_prompts
+    from adapters.gate import ABILITY_TOKENS, degeneration, general_prompts
     from clawd.chattemplate import ChatTemplate
     from clawd.config import clawd_home
     from clawd.training import torchmodel
@@ -209,9 +209,8 @@ def main() -> None:
     model.eval()
     render = ChatTemplate.from_gguf(gguf).render
     prompts = general_prompts(lambda s: tok(s, add_special_tokens=False)["input_ids"], render)
-    eos = [tok.convert_tokens_to_ids("<|im_end|>"), tok.eos_token_id]
-    eos = [t for t in dict.fromkeys(eos) if isinstance(t, int) and t != tok.unk_token_id]
-    answers, _ = greedy_answers(model, prompts, 64, eos)
+    eos = torchmodel.end_tokens(tok)
+    answers, _ = greedy_answers(model, prompts, ABILITY_TOKENS, eos)
     bad = set(degeneration(answers, lambda t: t in eos)["at"])
     for k, a in enumerate(answers):
         mark = "LOOP " if k in bad else ""

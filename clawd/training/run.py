@@ -295,8 +295,7 @@ def _train(
             "stopped_early": ended["stopped_early"],
             "kl_coef": ended["kl_coef"],
             # steps the loop guard took back, and its prompts and time (train_loop_guard)
-            **({"looped": ended["looped"]} if "looped" in ended else {}),
-            **({"guard": ended["guard"]} if "guard" in ended else {}),
+            **{k: ended[k] for k in ("looped", "guard") if k in ended},
         },
         "seconds": seconds,  # load, hindsight, score, guard, train, export (the worker), ray, gate
         # (the gate's time includes judging earlier points of the update, when it did)

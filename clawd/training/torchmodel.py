@@ -140,6 +140,14 @@ def log_probs_of(logp: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
     return torch.gather(logp, 2, ids)
 
 
+def end_tokens(tok: Any) -> list[int]:
+    """The tokenizer's eos and the end-of-turn tokens a chat template may use, each once, eos
+    first."""
+    names = ("<|im_end|>", "<|eot_id|>", "<|endoftext|>")
+    ids = [tok.eos_token_id, *(tok.convert_tokens_to_ids(t) for t in names)]
+    return [i for i in dict.fromkeys(ids) if isinstance(i, int) and i != tok.unk_token_id]
+
+
 if __name__ == "__main__":
     import time
 

@@ -122,7 +122,7 @@ def update(
     general = general_prompts(tokenize, template.render)[: cfg.gate_prompts]
     lap("load")
     seen: list[dict[str, Any]] = []
-    eos = [t for t in dict.fromkeys([tok.eos_token_id, *_end_tokens(tok)]) if t is not None]
+    eos = torchmodel.end_tokens(tok)
     if cfg.hindsight:
         # Replayed samples too: a teacher found deflecting would otherwise come back with them.
         written, seen = hindsight.hindsight_examples(
@@ -242,9 +242,3 @@ def _fitting(samples: list[dict[str, Any]], examples: list[Example]) -> list[boo
     """For each example: was its sample held out by an earlier run?"""
     held = {s["id"]: bool(s.get("heldout_runs")) for s in samples}
     return [held.get(e.sample_id, False) for e in examples]
-
-
-def _end_tokens(tok: Any) -> list[int | None]:
-    """End-of-turn tokens a chat template may use besides the tokenizer's eos."""
-    ids = [tok.convert_tokens_to_ids(t) for t in ("<|im_end|>", "<|eot_id|>", "<|endoftext|>")]
-    return [i for i in ids if isinstance(i, int) and i != tok.unk_token_id]
