@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
-import itertools
 import json
 import os
 import sys
@@ -41,6 +40,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from adapters import loops
+from adapters.loops import degeneration, general_ability
 
 # Tokens of each greedy answer the ability check reads: a loop with a long period shows only
 # past 32 (docs/benchmarks.md, "The general-ability check reads 64 tokens").
@@ -137,16 +139,22 @@ class Scorer:
         x -= x.max(-1, keepdims=True)
         return x - np.log(np.exp(x).sum(-1, keepdims=True))
 
-    def answer(self, prompt: list[int], max_tokens: int) -> list[int]:
-        """The greedy answer to ``prompt``, its end-of-generation token included if reached."""
+    def answer(
+        self, prompt: list[int], max_tokens: int, temperature: float = 0.0, seed: int = 0
+    ) -> list[int]:
+        """The answer to ``prompt``, its end-of-generation token included if reached: greedy, or
+        with ``temperature`` > 0 sampled as the daemon samples (top-p 1, no top-k or min-p)
+        with random ``seed``."""
         import llama_cpp
 
         vocab = self.llm._model.vocab
         out: list[int] = []
         self.llm.reset()
         self.llm._ctx.kv_cache_clear()
+        self.llm.set_seed(seed)
+        top_k = 1 if temperature == 0 else 0
         for token in self.llm.generate(
-            prompt, top_k=1, top_p=1.0, min_p=0.0, temp=0.0, repeat_penalty=1.0, reset=True
+            prompt, top_k=top_k, top_p=1.0, min_p=0.0, temp=temperature, repeat_penalty=1.0
         ):
             out.append(token)
             if llama_cpp.llama_vocab_is_eog(vocab, token) or len(out) >= max_tokens:
@@ -193,54 +201,6 @@ def _along(scorer: Scorer, general: list[tuple[list[int], int]]) -> list[np.ndar
     return [scorer.log_softmax(t, s - 1)[:-1] for t, s in general]
 
 
-def _repetitive(content: list[int]) -> bool:
-    """A run of 8 equal tokens, or under 40% distinct trigrams in 12 tokens or more."""
-    run = longest = 1
-    for x, y in itertools.pairwise(content):
-        run = run + 1 if x == y else 1
-        longest = max(longest, run)
-    trigrams = list(zip(content, content[1:], content[2:], strict=False))
-    return longest >= 8 or (len(content) >= 12 and len(set(trigrams)) < 0.4 * len(trigrams))
-
-
-def degeneration(answers: list[list[int]], is_end: Any) -> dict[str, Any]:
-    """Shares of ``answers`` (token lists) that are empty (no token before the end of turn),
-    repetitive (``_repetitive``) and of distinct openings (distinct first-8-token openings over
-    all answers: 1.0 when every prompt gets its own answer); ``at``, the indices of the empty or
-    repetitive answers, and the number of ``answers``."""
-    contents = [[t for t in a if not is_end(t)] for a in answers]
-    at = [i for i, c in enumerate(contents) if not c or _repetitive(c)]
-    empty = sum(not contents[i] for i in at)
-    n = max(len(answers), 1)
-    return {
-        "empty": empty / n,
-        "repetitive": (len(at) - empty) / n,
-        "degenerate": len(at) / n,
-        "distinct": len({tuple(c[:8]) for c in contents}) / n,
-        "at": at,
-        "answers": len(answers),
-    }
-
-
-def general_ability(
-    base: dict[str, Any], candidate: dict[str, Any], allowed: int = 0
-) -> tuple[bool, list[int]]:
-    """The general-ability verdict from two ``degeneration`` results on the same prompts, and
-    the prompts where the candidate's answer degenerates and the base model's does not.
-
-    At most ``allowed`` answers (the ``gate_new_degenerate`` setting, default 0) may degenerate
-    where the base model's do not (the base model's own loops, such as SmolLM2's "10 kilometres
-    is equal to 1000000...", are no fault of the adapter), and the candidate may have at most 8
-    fewer distinct openings (of 32 prompts, a quarter; a count, so fewer prompts never tighten
-    it). Sized on 56 adapters of the learning benchmark (docs/benchmarks.md, 2026-12-03): every
-    answer that turned degenerate was a loop ("I'm sorry, I'm sorry, ...", "A: A: A: ..."); the
-    margin this replaced (4 more degenerate answers than the base model's) served adapters with
-    up to 4 of them."""
-    new = sorted(set(candidate["at"]) - set(base["at"]))
-    fewer = round((base["distinct"] - candidate["distinct"]) * candidate["answers"])
-    return len(new) <= allowed and fewer <= 8, new
-
-
 def _base_answers(
     scorer: Scorer, prompts: list[list[int]], max_tokens: int, cache: Path | None
 ) -> list[list[int]]:
@@ -280,6 +240,7 @@ def evaluate(
     drift_prompts: int = 16,
     cache: Path | None = None,
     threads: int = 0,
+    loop_samples: int = 0,
 ) -> dict[str, Any]:
     """Judge ``candidate`` against ``parent`` (None: the base model) and the base model, on
     ``threads`` CPU threads (0: all cores; the trainer passes its own ``train_threads``, so
@@ -287,7 +248,9 @@ def evaluate(
 
     Drift is measured along the first ``answer_tokens`` of the base model's greedy answers (the
     budgets were sized on those), degeneration on the first ``ability_tokens`` of each model's,
-    on the general ``prompts`` and on ``own_prompts`` (the user's; None or empty: skipped)."""
+    on the general ``prompts`` and on ``own_prompts`` (the user's; None or empty: skipped).
+    With ``loop_samples`` n > 0 a new greedy loop counts only if n sampled answers confirm it
+    (``adapters.loops.confirm``); 0: every greedy loop counts."""
     own_prompts = own_prompts or []
     longest = max(
         [len(p) + max(answer_tokens, ability_tokens) + 1 for p in prompts + own_prompts]
@@ -330,6 +293,13 @@ def evaluate(
             if own_prompts
             else {}
         )
+        excused: dict[str, list[int]] = {"general": [], "own": []}
+        for key, asked, figures in (("general", prompts, ability), ("own", own_prompts, own)):
+            if figures and loop_samples:
+                flagged = sorted(set(figures["candidate"]["at"]) - set(figures["base"]["at"]))
+                excused[key], figures["sampled"] = loops.confirm(
+                    scorer, candidate, asked, flagged, loop_samples, ability_tokens
+                )
     finally:
         scorer.close()
     checks: dict[str, Any] = {}
@@ -345,12 +315,12 @@ def evaluate(
     checks["drift_under_limit"] = kl <= max_kl
     checks["step_under_limit"] = kl_parent <= step_kl
     checks["general_ability"], new = general_ability(
-        ability["base"], ability["candidate"], new_degenerate
+        ability["base"], ability["candidate"], new_degenerate, excused["general"]
     )
     ability["new_degenerate"] = [{"prompt": i, "answer": text[i]} for i in new]
     if own_prompts:
         checks["own_prompts_ability"], new = general_ability(
-            own["base"], own["candidate"], new_degenerate
+            own["base"], own["candidate"], new_degenerate, excused["own"]
         )
         own["new_degenerate"] = [{"prompt": i, "answer": own_text[i]} for i in new]
     else:

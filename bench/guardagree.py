@@ -6,7 +6,7 @@ trained, in torch (float32 weights dequantized from the GGUF); the gate asks the
 in the two. For every adapter ``bench.learning --keep-adapters`` kept in the given daemon homes
 this writes the greedy answers to the 32 general prompts (64 tokens, the gate's
 ``ABILITY_TOKENS``) both ways, the base model's too, and counts per prompt whether each calls
-the answer degenerate (``adapters.gate.degeneration``), and per adapter whether each finds a
+the answer degenerate (``adapters.loops.degeneration``), and per adapter whether each finds a
 new loop (``general_ability``: degenerate where the base model's answer is not, in the same
 runtime). Run alone, with the homes ``bench.learning`` printed (``seed N: home PATH``)::
 
@@ -20,7 +20,8 @@ import json
 import time
 from pathlib import Path
 
-from adapters.gate import ABILITY_TOKENS, Scorer, degeneration, general_ability, general_prompts
+from adapters.gate import ABILITY_TOKENS, Scorer, general_prompts
+from adapters.loops import degeneration, general_ability
 from clawd.chattemplate import ChatTemplate
 from clawd.config import clawd_home
 from clawd.models import resolve

@@ -7,7 +7,7 @@ rejected when that answer loops where the base model's does not. The daemon samp
 degenerate answers to the general prompts, this asks those prompts again in llama.cpp: the
 greedy answer now, and ``--samples`` answers sampled at ``--temperature`` (seeds 0..N-1), from
 the adapter and from the base model, and prints how many of each loop
-(``adapters.gate.degeneration``, 64 tokens). Run alone::
+(``adapters.loops.sampled_loops``, the gate's own sampler, 64 tokens). Run alone::
 
     python -m bench.looprate HOME [HOME ...] --samples 8 --temperature 0.5
 """
@@ -18,7 +18,8 @@ import argparse
 import json
 from pathlib import Path
 
-from adapters.gate import ABILITY_TOKENS, Scorer, degeneration, general_prompts
+from adapters.gate import ABILITY_TOKENS, Scorer, general_prompts
+from adapters.loops import degeneration, sampled_loops
 from clawd.chattemplate import ChatTemplate
 from clawd.config import clawd_home
 from clawd.models import resolve
@@ -43,18 +44,7 @@ def main() -> None:
         return bool(degeneration([tokens], scorer.is_end)["at"])
 
     def sampled(prompt: list[int]) -> int:
-        n = 0
-        for seed in range(args.samples):
-            got = scorer.llm.create_completion(
-                prompt=prompt,
-                max_tokens=ABILITY_TOKENS,
-                temperature=args.temperature,
-                top_p=1.0,
-                top_k=0,
-                seed=seed,
-            )
-            n += loops(tokenize(got["choices"][0]["text"]))
-        return n
+        return sampled_loops(scorer, prompt, args.samples, ABILITY_TOKENS, args.temperature)
 
     totals = {"adapter": 0, "base": 0, "answers": 0}
     for home in args.homes:

@@ -293,6 +293,15 @@ class Settings(BaseSettings):
         "own recent prompts) may get an empty or looping answer from an adapter where the base "
         "model's answer is sound (0: none).",
     )
+    gate_loop_samples: int = Field(
+        0,
+        ge=0,
+        le=64,
+        description="Promotion gate: when an adapter's greedy answer loops where the base "
+        "model's does not, ask that prompt this many times more at the chat's default "
+        "temperature, and count the loop only if the adapter's sampled answers loop in at "
+        "least 2 more of them than the base model's (0: every greedy loop counts).",
+    )
     gate_retries: int = Field(
         2,
         ge=0,

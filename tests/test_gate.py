@@ -105,59 +105,6 @@ def test_the_gate_accepts_a_gentle_adapter_and_rejects_a_drifting_one(
     assert "opd_gap_shrinks" not in step["checks"] and "held-out" in step["skipped"][0]
 
 
-def test_degeneration_counts_empty_repeated_and_collapsed_answers() -> None:
-    end = 0
-    varied = [[i, i + 1, i + 2, end] for i in range(1, 33)]
-    assert gate.degeneration(varied, lambda t: t == end) == {
-        "empty": 0.0,
-        "repetitive": 0.0,
-        "degenerate": 0.0,
-        "distinct": 1.0,
-        "at": [],
-        "answers": 32,
-    }
-    collapsed = [[7, 8, 9, 7, 8, 9, end]] * 32
-    assert gate.degeneration(collapsed, lambda t: t == end)["distinct"] == 1 / 32
-    looping = [[5] * 10, [end], [1, 2] * 10, [3, 4, 6, end]]
-    got = gate.degeneration(looping, lambda t: t == end)
-    assert got["empty"] == 0.25 and got["repetitive"] == 0.5 and got["degenerate"] == 0.75
-    assert got["at"] == [0, 1, 2]
-
-
-def test_one_new_loop_fails_general_ability_and_the_base_models_own_loops_are_excused() -> None:
-    """Measured on the learning benchmark's adapters: a served adapter that loops ("I'm sorry,
-    I'm sorry, ...") on one general prompt where the base model answers is a regression, while
-    SmolLM2's own "10 kilometres is equal to 1000000..." is no fault of the adapter."""
-    end = 0
-
-    def ability(answers: list[list[int]]) -> dict:
-        return gate.degeneration(answers, lambda t: t == end)
-
-    answers = [[i, i + 1, i + 2, end] for i in range(1, 33)]
-    base_loop = [*answers[:5], [1, 2] * 8 + [end], *answers[6:]]
-    base = ability(base_loop)
-    assert gate.general_ability(base, ability(base_loop)) == (True, [])  # the same loop
-    assert gate.general_ability(base, ability(answers)) == (True, [])  # loops less
-    sorry = [9, 8, 7] * 6 + [end]  # "I'm sorry, I'm sorry, ..."
-    worse = [*base_loop[:20], sorry, *base_loop[21:]]
-    assert gate.general_ability(base, ability(worse)) == (False, [20])
-    # Collapse: many prompts, one answer, none of them repetitive.
-    same = [[40, 41, 42, 43, end]] * 32
-    assert ability(same)["degenerate"] == 0
-    assert gate.general_ability(base, ability(same))[0] is False
-
-
-def test_a_loop_with_a_long_period_shows_only_past_32_tokens() -> None:
-    """Why the general-ability check reads 64 tokens: an opening, then a 9-token phrase over and
-    over ("a solid ball of rock that is made of ...", served by an adapter on SmolLM2) still has
-    enough distinct trigrams in 32 tokens, not in 64 (docs/benchmarks.md, "The general-ability
-    check reads 64 tokens")."""
-    end = 0
-    loop = [100, 101, 102, 103, 104, *list(range(1, 10)) * 7]
-    assert gate.degeneration([loop[:32]], lambda t: t == end)["at"] == []
-    assert gate.degeneration([loop[:64]], lambda t: t == end)["at"] == [0]
-
-
 @pytest.mark.slow
 def test_the_gate_rejects_an_adapter_that_says_the_same_to_everyone(
     tiny_qwen3_gguf: Path, torch_cache: Path, tmp_path: Path

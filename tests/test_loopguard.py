@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 import torch
 
-from adapters.gate import degeneration, general_prompts
+from adapters.gate import general_prompts
+from adapters.loops import degeneration
 from clawd.chattemplate import ChatTemplate
 from clawd.training import ppo, torchmodel
 from clawd.training.batches import Example

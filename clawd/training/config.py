@@ -116,6 +116,9 @@ class TrainConfig:
     # The user's own prompts (this run's samples, newest first) the ability check also asks:
     # a served adapter looped ("1. 1. 1. ...") on a user's question and on no general prompt.
     gate_own_prompts: int = 16
+    # Answers sampled at the daemon's temperature to confirm a new greedy loop (adapters.loops);
+    # 0: every greedy loop counts.
+    gate_loop_samples: int = 0
     # Earlier points of a rejected update (about half its steps, then a quarter) the gate judges
     # when the whole update failed for drift or ability only; the first to pass serves
     # (clawd.training.earlier). 0 = off.
@@ -156,6 +159,7 @@ class TrainConfig:
             "gate_own_prompts": 0 <= self.gate_own_prompts <= 256,
             "gate_new_degenerate": 0 <= self.gate_new_degenerate <= 32,
             "gate_retries": 0 <= self.gate_retries <= 8,
+            "gate_loop_samples": 0 <= self.gate_loop_samples <= 64,
             "norm_tokens": self.norm_tokens >= 1,
             "hint_placement": self.hint_placement in ("user", "system"),
             "w_opd/w_rl": min(self.w_opd, self.w_rl) >= 0 and max(self.w_opd, self.w_rl) > 0,
@@ -196,6 +200,7 @@ class TrainConfig:
             gate_step_kl=s.gate_step_kl,
             gate_new_degenerate=s.gate_new_degenerate,
             gate_retries=s.gate_retries,
+            gate_loop_samples=s.gate_loop_samples,
             loop_guard=s.train_loop_guard,
         )
 

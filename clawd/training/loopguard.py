@@ -1,7 +1,7 @@
 """The loop guard: no step of an update may make a greedy answer loop.
 
 The gate rejects an adapter whose greedy answer to a general prompt or to one of the user's own
-prompts turns empty or loops where the base model's does not (``adapters.gate.general_ability``).
+prompts turns empty or loops where the base model's does not (``adapters.loops.general_ability``).
 On SmolLM2-135M most rejected updates were rejected for such a loop ("1. 1. 1. ...") that their
 last steps had made, and some lineages sat so close to one that every earlier point of an update,
 down to one step, looped too (docs/benchmarks.md, "Walking back a harmful update"). So the
@@ -121,7 +121,7 @@ def greedy_answers(
 
 
 class LoopGuard:
-    """The gate's ability rule (``adapters.gate.general_ability``), asked of the weights being
+    """The gate's ability rule (``adapters.loops.general_ability``), asked of the weights being
     trained: ``check()`` after a step says whether it made an answer degenerate that the
     update's starting weights answered soundly (or collapsed the answers); ``accept()`` keeps
     the answers of a step that stays.
@@ -137,7 +137,7 @@ class LoopGuard:
         eos: list[int],
         allowed: int = 0,
     ) -> None:
-        from adapters.gate import degeneration
+        from adapters.loops import degeneration
 
         self.model, self.prompts, self.max_tokens = model, prompts, max_tokens
         self.eos, self.allowed = eos, allowed
@@ -154,7 +154,7 @@ class LoopGuard:
     def check(self) -> dict[str, Any] | None:
         """None when the current weights answer every prompt as soundly as the starting ones;
         else the first new loop: ``prompt`` (its index), ``answer`` (token ids)."""
-        from adapters.gate import degeneration, general_ability
+        from adapters.loops import degeneration, general_ability
 
         mark = time.monotonic()
         was = self.model.training
@@ -193,7 +193,8 @@ def main() -> None:
     import sys
     from pathlib import Path
 
-    from adapters.gate import ABILITY_TOKENS, degeneration, general_prompts
+    from adapters.gate import ABILITY_TOKENS, general_prompts
+    from adapters.loops import degeneration
     from clawd.chattemplate import ChatTemplate
     from clawd.config import clawd_home
     from clawd.training import torchmodel

@@ -251,6 +251,7 @@ def _train(
             max_kl=cfg.gate_max_kl,
             step_kl=cfg.gate_step_kl,
             new_degenerate=cfg.gate_new_degenerate,
+            loop_samples=cfg.gate_loop_samples,
             cache=home / "cache" / f"gate-{digest[:16]}.json",
             threads=cfg.threads,
         )

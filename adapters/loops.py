@@ -1,0 +1,125 @@
+"""Loops: what the gate calls a degenerate answer, and whether a user would see the loop.
+
+The gate's ability check (``adapters.gate``) reads one greedy answer per prompt:
+``degeneration`` finds the empty and repetitive answers and counts the distinct openings, and
+``general_ability`` rejects an adapter whose answer loops where the base model's does not.
+
+The daemon samples (temperature 0.7 unless a client asks for another), and the loops at stake
+are often greedy near-ties: of 9 prompts the gate rejected adapters for, 6 never looped in 8
+answers sampled at 0.7 (docs/benchmarks.md, "A loop guard inside the update"). ``confirm`` asks
+each such prompt again n times at the daemon's sampler (``TEMPERATURE``, top-p 1, no top-k or
+min-p, seeds 0..n-1), with the candidate and with the base model; the loop counts only when the
+candidate's sampled answers degenerate in at least ``MARGIN`` more of the n than the base
+model's (same seeds: a paired comparison). An adapter that loops on everything loops when
+sampled too; one greedy path tipped into a loop does not, and is excused. The gate does this
+with its ``loop_samples`` (the ``gate_loop_samples`` setting) above 0.
+
+It has no state of its own; ``python -m bench.looprate HOME ...`` runs ``sampled_loops`` alone,
+on the prompts the gate rejected kept adapters for.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+# The daemon's default sampling temperature (clawd.serving.chat.DEFAULT_TEMPERATURE; a test
+# keeps the two equal): the answers a user gets unless a client asks for another.
+TEMPERATURE = 0.7
+# How many more of the n sampled answers must degenerate with the candidate than with the base
+# model for a greedy loop to count (8 samples: a quarter of them).
+MARGIN = 2
+
+
+def _repetitive(content: list[int]) -> bool:
+    """A run of 8 equal tokens, or under 40% distinct trigrams in 12 tokens or more."""
+    run = longest = 1
+    for x, y in itertools.pairwise(content):
+        run = run + 1 if x == y else 1
+        longest = max(longest, run)
+    trigrams = list(zip(content, content[1:], content[2:], strict=False))
+    return longest >= 8 or (len(content) >= 12 and len(set(trigrams)) < 0.4 * len(trigrams))
+
+
+def degeneration(answers: list[list[int]], is_end: Any) -> dict[str, Any]:
+    """Shares of ``answers`` (token lists) that are empty (no token before the end of turn),
+    repetitive (``_repetitive``) and of distinct openings (distinct first-8-token openings over
+    all answers: 1.0 when every prompt gets its own answer); ``at``, the indices of the empty or
+    repetitive answers, and the number of ``answers``."""
+    contents = [[t for t in a if not is_end(t)] for a in answers]
+    at = [i for i, c in enumerate(contents) if not c or _repetitive(c)]
+    empty = sum(not contents[i] for i in at)
+    n = max(len(answers), 1)
+    return {
+        "empty": empty / n,
+        "repetitive": (len(at) - empty) / n,
+        "degenerate": len(at) / n,
+        "distinct": len({tuple(c[:8]) for c in contents}) / n,
+        "at": at,
+        "answers": len(answers),
+    }
+
+
+def general_ability(
+    base: dict[str, Any], candidate: dict[str, Any], allowed: int = 0, excused: Iterable[int] = ()
+) -> tuple[bool, list[int]]:
+    """The general-ability verdict from two ``degeneration`` results on the same prompts, and
+    the prompts where the candidate's answer degenerates and the base model's does not.
+
+    At most ``allowed`` answers (the ``gate_new_degenerate`` setting, default 0) may degenerate
+    where the base model's do not (the base model's own loops, such as SmolLM2's "10 kilometres
+    is equal to 1000000...", are no fault of the adapter), and the candidate may have at most 8
+    fewer distinct openings (of 32 prompts, a quarter; a count, so fewer prompts never tighten
+    it). Sized on 56 adapters of the learning benchmark (docs/benchmarks.md, 2026-12-03): every
+    answer that turned degenerate was a loop ("I'm sorry, I'm sorry, ...", "A: A: A: ..."); the
+    margin this replaced (4 more degenerate answers than the base model's) served adapters with
+    up to 4 of them. The ``excused`` prompts do not count (``adapters.loops``: their loop is
+    one greedy path, rarely seen when sampled)."""
+    new = sorted(set(candidate["at"]) - set(base["at"]) - set(excused))
+    fewer = round((base["distinct"] - candidate["distinct"]) * candidate["answers"])
+    return len(new) <= allowed and fewer <= 8, new
+
+
+def sampled_loops(
+    scorer: Any, prompt: list[int], samples: int, max_tokens: int, temperature: float = TEMPERATURE
+) -> int:
+    """How many of ``samples`` answers to ``prompt``, sampled at ``temperature`` with seeds
+    0..samples-1 on the ``adapters.gate.Scorer``'s current adapter, are empty or repetitive
+    (``degeneration`` on their first ``max_tokens`` tokens)."""
+    answers = [scorer.answer(prompt, max_tokens, temperature, seed) for seed in range(samples)]
+    return len(degeneration(answers, scorer.is_end)["at"])
+
+
+def counts(candidate: int, base: int, margin: int = MARGIN) -> bool:
+    """Whether a greedy loop counts, from the number of sampled answers that degenerate with the
+    candidate and with the base model (same prompts, same seeds): at least ``margin`` more."""
+    return candidate >= base + margin
+
+
+def confirm(
+    scorer: Any,
+    candidate: Path,
+    prompts: list[list[int]],
+    flagged: list[int],
+    samples: int,
+    max_tokens: int,
+    margin: int = MARGIN,
+) -> tuple[list[int], list[dict[str, int]]]:
+    """For the ``flagged`` prompts (indices into ``prompts`` whose greedy answer degenerates
+    with ``candidate`` and not with the base model), the sampled loop counts of both models and
+    the prompts whose loop is excused (``counts`` is false). Leaves ``candidate`` set on
+    ``scorer``. Returns (excused indices, one ``{"prompt", "candidate", "base", "samples"}``
+    per flagged prompt)."""
+    if not flagged or samples <= 0:
+        return [], []
+    scorer.set_adapter(None)
+    base = {i: sampled_loops(scorer, prompts[i], samples, max_tokens) for i in flagged}
+    scorer.set_adapter(candidate)
+    mine = {i: sampled_loops(scorer, prompts[i], samples, max_tokens) for i in flagged}
+    excused = [i for i in flagged if not counts(mine[i], base[i], margin)]
+    figures = [
+        {"prompt": i, "candidate": mine[i], "base": base[i], "samples": samples} for i in flagged
+    ]
+    return excused, figures
