@@ -4,7 +4,7 @@ The gate's ability check (``adapters.gate``) reads one greedy answer per prompt:
 rejected when that answer loops where the base model's does not. The daemon samples (temperature
 0.7 by default), so a user sees a loop as often as sampled answers loop. For every adapter that
 ``bench.learning --keep-adapters`` kept in the given daemon homes whose gate verdict names new
-degenerate answers to the general prompts, this asks those prompts again in llama.cpp: the
+degenerate answers to the general prompts (or loops its sampled answers excused), this asks those prompts again in llama.cpp: the
 greedy answer now, and ``--samples`` answers sampled at ``--temperature`` (seeds 0..N-1), from
 the adapter and from the base model, and prints how many of each loop
 (``adapters.loops.sampled_loops``, the gate's own sampler, 64 tokens). Run alone::
@@ -50,10 +50,13 @@ def main() -> None:
     for home in args.homes:
         for path in sorted(home.glob("adapters/*/manifest.json")):
             adapter = path.parent / "adapter.gguf"
-            new = json.loads(path.read_text())["gate"].get("ability", {}).get("new_degenerate")
-            if not new or not adapter.exists():
+            ability = json.loads(path.read_text())["gate"].get("ability", {})
+            # new loops that counted, and those the gate's own sampled answers excused
+            flagged = {n["prompt"] for n in ability.get("new_degenerate", [])}
+            flagged |= {n["prompt"] for n in ability.get("sampled", [])}
+            if not flagged or not adapter.exists():
                 continue
-            for k in [n["prompt"] for n in new]:
+            for k in sorted(flagged):
                 scorer.set_adapter(None)
                 base = sampled(prompts[k])
                 scorer.set_adapter(adapter)
