@@ -189,7 +189,9 @@ class Loop:
             examples.append(text)
         return {
             "compliance": statistics.fmean(scores),
-            "examples": examples[:2],
+            # every held-out answer and its score: a fall shows which prompt fell and how
+            "examples": examples,
+            "scores": scores,
             "adapter": a["clawd"]["adapter_version"],
         }
 
@@ -346,7 +348,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             runs, minutes = saved["runs"], saved["minutes"]
             for r in runs:
                 base_eval[(r["persona"], r["seed"])] = {
-                    k: r["rows"][0][k] for k in ("compliance", "examples", "adapter")
+                    k: r["rows"][0][k]
+                    for k in ("compliance", "examples", "scores", "adapter")
+                    if k in r["rows"][0]
                 }
             print(f"resuming {partial}: {len(runs)} runs done", flush=True)
     done = {(r["method"], r["persona"], r["seed"]) for r in runs}
