@@ -144,7 +144,7 @@ class Scorer:
     ) -> list[int]:
         """The answer to ``prompt``, its end-of-generation token included if reached: greedy, or
         with ``temperature`` > 0 sampled as the daemon samples (top-p 1, no top-k or min-p)
-        with random ``seed``."""
+        from the random seed ``seed``."""
         import llama_cpp
 
         vocab = self.llm._model.vocab

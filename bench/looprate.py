@@ -7,8 +7,8 @@ rejected when that answer loops where the base model's does not. The daemon samp
 degenerate answers to the general prompts (or loops its sampled answers excused), this asks
 those prompts again in llama.cpp: the greedy answer now, and ``--samples`` answers sampled at
 ``--temperature`` (seeds 0..N-1), from the adapter and from the base model, and prints how
-many of each loop
-(``adapters.loops.sampled_loops``, the gate's own sampler, 64 tokens). Run alone::
+many of each loop (``adapters.loops.sampled_loops``, the gate's own sampler, 64 tokens). Run
+alone::
 
     python -m bench.looprate HOME [HOME ...] --samples 8 --temperature 0.5
 """
