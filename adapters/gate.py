@@ -296,7 +296,7 @@ def evaluate(
         excused: dict[str, list[int]] = {"general": [], "own": []}
         for key, asked, figures in (("general", prompts, ability), ("own", own_prompts, own)):
             if figures and loop_samples:
-                flagged = sorted(set(figures["candidate"]["at"]) - set(figures["base"]["at"]))
+                flagged = loops.new_loops(figures["base"], figures["candidate"])
                 excused[key], figures["sampled"] = loops.confirm(
                     scorer, candidate, asked, flagged, loop_samples, ability_tokens
                 )

@@ -62,6 +62,12 @@ def degeneration(answers: list[list[int]], is_end: Any) -> dict[str, Any]:
     }
 
 
+def new_loops(base: dict[str, Any], candidate: dict[str, Any]) -> list[int]:
+    """The prompts whose answer degenerates in ``candidate`` and not in ``base`` (two
+    ``degeneration`` results on the same prompts)."""
+    return sorted(set(candidate["at"]) - set(base["at"]))
+
+
 def general_ability(
     base: dict[str, Any], candidate: dict[str, Any], allowed: int = 0, excused: Iterable[int] = ()
 ) -> tuple[bool, list[int]]:
@@ -77,7 +83,7 @@ def general_ability(
     margin this replaced (4 more degenerate answers than the base model's) served adapters with
     up to 4 of them. The ``excused`` prompts do not count (``adapters.loops``: their loop is
     one greedy path, rarely seen when sampled)."""
-    new = sorted(set(candidate["at"]) - set(base["at"]) - set(excused))
+    new = sorted(set(new_loops(base, candidate)) - set(excused))
     fewer = round((base["distinct"] - candidate["distinct"]) * candidate["answers"])
     return len(new) <= allowed and fewer <= 8, new
 
