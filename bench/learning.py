@@ -21,6 +21,7 @@ Run (writes learning.json and learning.png into --out)::
     python -m bench.learning --config smoke      # 1 persona, 1 update, oracle (CI)
     python -m bench.learning --config brief      # brief, oracle signals, 5 updates (< 30 min)
     python -m bench.learning --config quick --bypass-gate --tag learning-quick-bypass
+    python -m bench.learning --config brief --users bench/data/users-heldout.json  # held-out users
     python -m bench.learnreport bench/results/learning-quick.json    # the table and plot again
 
 Results are saved after every (method, persona, seed) run in ``<tag>.partial.json``; running the
@@ -53,10 +54,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench import users
 from bench.daemon import RunningDaemon, drop_adapter_weights, start_daemon
 from bench.learnreport import plot, report
 from bench.learnsetup import CONFIGS, METHODS, Config
-from bench.personas import EVAL_PROMPTS, PERSONAS, Persona, SimulatedUser
+from bench.personas import PERSONAS, Persona, SimulatedUser
 from clawd.config import clawd_home
 from clawd.models import resolve
 
@@ -177,7 +179,7 @@ class Loop:
 
     def evaluate(self) -> dict[str, Any]:
         scores, examples = [], []
-        for prompt in EVAL_PROMPTS[: self.cfg.eval_prompts]:
+        for prompt in self.persona.eval_prompts[: self.cfg.eval_prompts]:
             a = self.chat(
                 [{"role": "user", "content": prompt}],
                 max_tokens=self.cfg.answer_tokens,
@@ -290,6 +292,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--config", choices=list(CONFIGS), default="quick")
     p.add_argument("--personas", help="comma-separated, from: " + ", ".join(PERSONAS))
+    p.add_argument(
+        "--users",
+        type=Path,
+        help="a JSON file of more simulated users (bench/users.py), e.g. "
+        "bench/data/users-heldout.json; without --personas its users are the ones run",
+    )
     p.add_argument("--methods", help="comma-separated, from: " + ", ".join(METHODS))
     p.add_argument("--updates", type=int)
     p.add_argument("--interactions", type=int, help="K conversations per update")
@@ -317,7 +325,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         help="keep the adapters' weights in the runs' homes (removed by default: 38 MB each)",
     )
     args = p.parse_args(argv)
-    cfg = CONFIGS[args.config]
+    cfg, personas = CONFIGS[args.config], dict(PERSONAS)
+    if args.users:
+        try:
+            extra = users.load(args.users)
+        except users.UsersFileError as e:
+            p.error(f"--users: {e}")
+        personas.update(extra)
+        cfg = replace(cfg, personas=list(extra), users=str(args.users))
     for name in ("personas", "methods"):
         if getattr(args, name):
             cfg = replace(cfg, **{name: getattr(args, name).split(",")})
@@ -333,7 +348,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         if bad:
             p.error(f"--set needs NAME=VALUE, got {bad[0]!r}")
         cfg = replace(cfg, settings={**cfg.settings, **dict(x.split("=", 1) for x in args.set)})
-    if unknown := {*cfg.personas} - {*PERSONAS} | {*cfg.methods} - {*METHODS}:
+    if unknown := {*cfg.personas} - {*personas} | {*cfg.methods} - {*METHODS}:
         p.error(f"unknown persona or method: {', '.join(sorted(unknown))}")
     model = resolve(args.model, clawd_home())
     cache = clawd_home() / "cache"  # the torch conversion of the model, shared with the user's
@@ -381,7 +396,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         rows = run_one(
             model,
             method,
-            PERSONAS[persona],
+            personas[persona],
             cfg,
             seed,
             cache,

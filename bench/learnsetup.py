@@ -84,6 +84,7 @@ class Config:
     judge_max_tokens: int = 96  # the daemon's default
     bypass_gate: bool = False  # serve rejected adapters too: measures the learner, not the gate
     settings: dict[str, str] = field(default_factory=dict)  # more daemon settings (--set)
+    users: str = ""  # a users file (bench/users.py) the personas may come from (--users)
 
 
 CONFIGS = {

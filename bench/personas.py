@@ -22,6 +22,57 @@ LIST_LINE = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+", re.MULTILINE)
 MARKDOWN = re.compile(r"\*\*|__|`|^\s{0,3}#{1,6}\s|^\s*>\s|\[[^\]]+\]\([^)]+\)", re.MULTILINE)
 
 
+INTERACTION_PROMPTS = (
+    "How do I boil an egg?",
+    "What is a good name for a cat?",
+    "Explain what a black hole is.",
+    "How can I sleep better?",
+    "What should I cook for dinner tonight?",
+    "Why is the sky blue?",
+    "Give me tips for learning Spanish.",
+    "What is the difference between weather and climate?",
+    "How do I start running?",
+    "What is photosynthesis?",
+    "Recommend a book for a long flight.",
+    "How do I make my houseplants happy?",
+    "What is a prime number?",
+    "How should I prepare for a job interview?",
+    "What is the capital of Australia?",
+    "How do vaccines work?",
+    "Suggest a weekend activity for a rainy day.",
+    "How do I write a good email to my boss?",
+    "What causes earthquakes?",
+    "How can I save money on groceries?",
+    "What is the Pythagorean theorem?",
+    "How do I clean a cast iron pan?",
+    "What is machine learning?",
+    "How do I fix a squeaky door?",
+    "Tell me about the Roman Empire.",
+    "What are good stretches after sitting all day?",
+    "How does a refrigerator keep things cold?",
+    "What should I pack for a beach trip?",
+    "How do I make friends in a new city?",
+    "What is inflation?",
+    "How do bees make honey?",
+    "How can I focus better when I study?",
+)
+EVAL_PROMPTS = (
+    "How do I make a cup of tea?",
+    "What is the moon made of?",
+    "How can I be more productive in the morning?",
+    "Explain how rain forms.",
+    "What is a good gift for my sister?",
+    "How do airplanes stay in the air?",
+    "What should I know before adopting a dog?",
+    "How do I change a flat tire?",
+    "What is democracy?",
+    "How can I drink more water every day?",
+    "Why do leaves change colour in autumn?",
+    "How do I start a vegetable garden?",
+)
+assert not set(INTERACTION_PROMPTS) & set(EVAL_PROMPTS), "eval prompts must be held out"
+
+
 @dataclass(frozen=True)
 class Preference:
     name: str
@@ -99,6 +150,8 @@ class Persona:
     name: str
     preferences: tuple[Preference, ...]
     thanks: tuple[str, ...] = ("Thanks!", "Great, thank you.", "Perfect, that helps.", "ok thanks")
+    prompts: tuple[str, ...] = INTERACTION_PROMPTS  # what this user asks
+    eval_prompts: tuple[str, ...] = EVAL_PROMPTS  # held out: what the learning bench scores
 
     def violated(self, text: str) -> list[Preference]:
         return [p for p in self.preferences if not p.check(text)]
@@ -120,56 +173,6 @@ PERSONAS = {
     )
 }
 
-INTERACTION_PROMPTS = (
-    "How do I boil an egg?",
-    "What is a good name for a cat?",
-    "Explain what a black hole is.",
-    "How can I sleep better?",
-    "What should I cook for dinner tonight?",
-    "Why is the sky blue?",
-    "Give me tips for learning Spanish.",
-    "What is the difference between weather and climate?",
-    "How do I start running?",
-    "What is photosynthesis?",
-    "Recommend a book for a long flight.",
-    "How do I make my houseplants happy?",
-    "What is a prime number?",
-    "How should I prepare for a job interview?",
-    "What is the capital of Australia?",
-    "How do vaccines work?",
-    "Suggest a weekend activity for a rainy day.",
-    "How do I write a good email to my boss?",
-    "What causes earthquakes?",
-    "How can I save money on groceries?",
-    "What is the Pythagorean theorem?",
-    "How do I clean a cast iron pan?",
-    "What is machine learning?",
-    "How do I fix a squeaky door?",
-    "Tell me about the Roman Empire.",
-    "What are good stretches after sitting all day?",
-    "How does a refrigerator keep things cold?",
-    "What should I pack for a beach trip?",
-    "How do I make friends in a new city?",
-    "What is inflation?",
-    "How do bees make honey?",
-    "How can I focus better when I study?",
-)
-EVAL_PROMPTS = (
-    "How do I make a cup of tea?",
-    "What is the moon made of?",
-    "How can I be more productive in the morning?",
-    "Explain how rain forms.",
-    "What is a good gift for my sister?",
-    "How do airplanes stay in the air?",
-    "What should I know before adopting a dog?",
-    "How do I change a flat tire?",
-    "What is democracy?",
-    "How can I drink more water every day?",
-    "Why do leaves change colour in autumn?",
-    "How do I start a vegetable garden?",
-)
-assert not set(INTERACTION_PROMPTS) & set(EVAL_PROMPTS), "eval prompts must be held out"
-
 
 @dataclass
 class SimulatedUser:
@@ -180,7 +183,7 @@ class SimulatedUser:
     move_on: float = 0.3  # chance of saying nothing after a good answer
 
     def ask(self) -> str:
-        return self.rng.choice(INTERACTION_PROMPTS)
+        return self.rng.choice(self.persona.prompts)
 
     def reply(self, answer: str) -> str | None:
         """A complaint about one broken preference, thanks, or None (moves on)."""
