@@ -81,13 +81,7 @@ def test_the_heldout_users_ask_their_own_prompts_and_complain_in_their_own_words
         ),
         (ASKED_TWICE, "also asked"),
         ({"users": []}, "'interaction_prompts' must be"),
-        (
-            {
-                **_file(),
-                "users": [{"name": "brief", "preferences": [_pref(kind="max_words", n=3)]}],
-            },
-            "user 'brief': the name is taken",
-        ),
+        (TAKEN, "user 'brief': the name is taken"),
     ],
 )
 def test_a_malformed_file_names_the_place(data: dict, message: str) -> None:
