@@ -56,7 +56,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import users
 from bench.daemon import RunningDaemon, drop_adapter_weights, start_daemon
-from bench.learnreport import plot, report
+from bench.learnreport import looping, plot, report
 from bench.learnsetup import CONFIGS, METHODS, Config
 from bench.personas import PERSONAS, Persona, SimulatedUser
 from clawd.config import clawd_home
@@ -69,9 +69,16 @@ class Loop:
     """One method, persona and seed on its own daemon."""
 
     def __init__(
-        self, daemon: RunningDaemon, persona: Persona, cfg: Config, seed: int, oracle: bool
+        self,
+        daemon: RunningDaemon,
+        persona: Persona,
+        cfg: Config,
+        seed: int,
+        oracle: bool,
+        model: Path,
     ) -> None:
         self.d, self.persona, self.cfg, self.oracle = daemon, persona, cfg, oracle
+        self.model = model  # the daemon's model: its tokens tell a looping answer
         self.user = SimulatedUser(persona, random.Random(seed))
         self.seed = seed
         self.http = daemon.client()
@@ -194,6 +201,7 @@ class Loop:
             # every held-out answer and its score: a fall shows which prompt fell and how
             "examples": examples,
             "scores": scores,
+            "loops": looping(examples, self.model),  # compliance bought with a loop shows
             "adapter": a["clawd"]["adapter_version"],
         }
 
@@ -233,7 +241,7 @@ def run_one(
         **{f"CLAWD_{k.upper()}": v for k, v in cfg.settings.items()},
     }
     daemon = start_daemon(model, home, settings=settings)
-    loop = Loop(daemon, persona, cfg, seed, bool(spec.get("oracle")))
+    loop = Loop(daemon, persona, cfg, seed, bool(spec.get("oracle")), model)
     rows = []
     try:
         key = (persona.name, seed)
@@ -364,7 +372,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             for r in runs:
                 base_eval[(r["persona"], r["seed"])] = {
                     k: r["rows"][0][k]
-                    for k in ("compliance", "examples", "scores", "adapter")
+                    for k in ("compliance", "examples", "scores", "loops", "adapter")
                     if k in r["rows"][0]
                 }
             print(f"resuming {partial}: {len(runs)} runs done", flush=True)

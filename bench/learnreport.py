@@ -1,17 +1,28 @@
-"""Tables and plots of bench/learning.py results: compliance per update and method, drift.
+"""Tables and plots of bench/learning.py results: compliance per update and method, drift, and
+how many held-out answers loop.
 
-Run alone to redo both from a results file::
+A checker measures the preference, not the answer: "a sound of purest joy, a sound of purest
+joy, ..." is one paragraph of three sentences. So each evaluation also records which held-out
+answers loop (``looping``: the gate's own rule, ``adapters.loops.degeneration``, on the
+model's llama.cpp tokens), and ``loops`` tables them beside the compliance.
+
+Run alone to redo the tables and plot from a results file (``--model`` counts the loops of
+results saved before evaluations recorded them)::
 
     python -m bench.learnreport bench/results/learning-quick.json
+    python -m bench.learnreport docs/bench/learning-claim-s23.json --model smollm2-135m
 """
 
 from __future__ import annotations
 
+import argparse
+import functools
 import json
 import statistics
-import sys
 from pathlib import Path
 from typing import Any
+
+from adapters.loops import degeneration
 
 
 def plot(result: dict[str, Any], out: Path) -> Path:
@@ -137,13 +148,72 @@ def diagnosis(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+@functools.cache
+def _vocab(model: Path) -> Any:
+    from llama_cpp import Llama
+
+    return Llama(str(model), vocab_only=True, verbose=False)
+
+
+def looping(texts: list[str], model: Path) -> list[int]:
+    """The indices of ``texts`` that loop or are empty, by the gate's rule on ``model``'s tokens
+    (``adapters.loops.degeneration``; the answers' end-of-turn tokens are already gone)."""
+    vocab = _vocab(model)
+    tokens = [vocab.tokenize(t.encode(), add_bos=False, special=False) for t in texts]
+    return degeneration(tokens, lambda _: False)["at"]
+
+
+def count_loops(result: dict[str, Any], model: Path) -> int:
+    """Fill ``loops`` in every evaluation row of ``result`` that lacks it; how many were filled."""
+    rows = [row for r in result["runs"] for row in r["rows"] if "loops" not in row]
+    for row in rows:
+        row["loops"] = looping(row.get("examples") or [], model)
+    return len(rows)
+
+
+def loops(result: dict[str, Any]) -> str:
+    """A Markdown table: held-out answers that loop per update (over seeds), of all answers;
+    "-" where an evaluation did not record them."""
+    n = result["config"]["updates"] + 1
+    head = "| persona | method | " + " | ".join(f"u{i}" for i in range(n)) + " |"
+    lines = [head, "|---" * (n + 2) + "|"]
+    for persona in result["config"]["personas"]:
+        for method in result["config"]["methods"]:
+            runs = [r for r in result["runs"] if (r["method"], r["persona"]) == (method, persona)]
+            if not runs:
+                continue
+            cells = []
+            for i in range(n):
+                rows = [r["rows"][i] for r in runs]
+                if any("loops" not in row for row in rows):
+                    cells.append("-")
+                    continue
+                total = sum(len(row.get("examples") or []) for row in rows)
+                cells.append(f"{sum(len(row['loops']) for row in rows)}/{total}")
+            lines.append(f"| {persona} | {method} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def report(result: dict[str, Any]) -> str:
-    """The compliance table and the diagnosis table, as Markdown."""
-    return f"{summary(result)}\n\n{diagnosis(result)}"
+    """The compliance table, the diagnosis table and the loops table, as Markdown."""
+    looped = f"held-out answers that loop:\n{loops(result)}"
+    return f"{summary(result)}\n\n{diagnosis(result)}\n\n{looped}"
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("results", type=Path, help="a bench/learning.py results file (.json)")
+    p.add_argument("--model", help="count the loops of older results with this model's tokens")
+    args = p.parse_args(argv)
+    saved = json.loads(args.results.read_text())
+    if args.model:
+        from clawd.config import clawd_home
+        from clawd.models import resolve
+
+        count_loops(saved, resolve(args.model, clawd_home()))
+    print(report(saved))
+    plot(saved, args.results.with_suffix(".png"))
 
 
 if __name__ == "__main__":
-    path = Path(sys.argv[1])
-    saved = json.loads(path.read_text())
-    print(report(saved))
-    plot(saved, path.with_suffix(".png"))
+    main()

@@ -12,6 +12,7 @@ import pytest
 
 from bench import learning, learnreport
 from bench.daemon import drop_adapter_weights
+from bench.learnreport import count_loops, looping, loops
 from bench.personas import EVAL_PROMPTS, INTERACTION_PROMPTS, PERSONAS, SimulatedUser
 
 
@@ -38,6 +39,8 @@ def test_smoke_loop_trains_promotes_and_scores(smollm2_gguf: Path, tmp_path: Pat
     verdict = "rejected" if first["train"]["failed_checks"] else "active"
     assert first["train"]["status"] == verdict
     assert "| oracle | 1 | " in learnreport.diagnosis(result)
+    assert all(isinstance(row["loops"], list) for row in run["rows"])  # every evaluation
+    assert "| brief | oracle | " in learnreport.loops(result)
 
 
 def test_personas_check_what_they_say_and_never_leak_the_rule() -> None:
@@ -81,3 +84,17 @@ def test_a_runs_home_keeps_its_reports_and_store_without_the_adapter_weights(
     assert all(p.exists() for p in kept) and not any(p.exists() for p in weights)
     assert drop_adapter_weights(home) == 0  # nothing left to free
     assert drop_adapter_weights(tmp_path / "no-adapters-yet") == 0
+
+
+def test_held_out_answers_that_loop_are_counted_by_the_gates_rule(smollm2_gguf: Path) -> None:
+    texts = ["Tea is brewed with hot water.", "a sound of joy, " * 12, ""]
+    assert looping(texts, smollm2_gguf) == [1, 2]  # the loop and the empty answer
+    rows = [{"examples": texts}, {"examples": texts[:1], "loops": []}]
+    result = {
+        "config": {"updates": 1, "personas": ["brief"], "methods": ["oracle"]},
+        "runs": [{"method": "oracle", "persona": "brief", "seed": 0, "rows": rows}],
+    }
+    assert count_loops(result, smollm2_gguf) == 1  # only the row that lacked them
+    assert "| brief | oracle | 2/3 | 0/1 |" in loops(result)
+    del rows[1]["loops"]
+    assert "| brief | oracle | 2/3 | - |" in loops(result)
