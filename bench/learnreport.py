@@ -1,10 +1,11 @@
 """Tables and plots of bench/learning.py results: compliance per update and method, drift, and
 how many held-out answers loop.
 
-A checker measures the preference, not the answer: "a sound of purest joy, a sound of purest
-joy, ..." is one paragraph of three sentences. So each evaluation also records which held-out
-answers loop (``looping``: the gate's own rule, ``adapters.loops.degeneration``, on the
-model's llama.cpp tokens), and ``loops`` tables them beside the compliance.
+A checker measures the preference, not the answer: "I'm here to help with anything you're
+looking for. I'm here to help ..." speaks to the user as "you", over and over. So each
+evaluation also records which held-out answers loop (``looping``: the gate's own rule,
+``adapters.loops.degeneration``, on the model's llama.cpp tokens; short repeats can pass it),
+and ``loops`` tables them beside the compliance.
 
 Run alone to redo the tables and plot from a results file (``--model`` counts the loops of
 results saved before evaluations recorded them)::
