@@ -179,7 +179,9 @@ def test_a_hint_to_answer_in_one_word_lowers_the_long_continuation(
     summary = train.run(
         home,
         settings_for(smollm2_gguf),
-        cfg=small(epochs=4, batch_size=1, lr=1e-3, hint_placement="system"),
+        # 4 epochs lowered it by 1.1 nats on one CPU and 0.9 on another (llama.cpp is built for
+        # the machine it runs on); 6 lower it by 1.9 there.
+        cfg=small(epochs=6, batch_size=1, lr=1e-3, hint_placement="system"),
     )
     prompt = tokenize(
         smollm2_gguf,
