@@ -17,7 +17,6 @@ results saved before evaluations recorded them)::
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import statistics
 from pathlib import Path
@@ -149,18 +148,16 @@ def diagnosis(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-@functools.cache
-def _vocab(model: Path) -> Any:
-    from llama_cpp import Llama
-
-    return Llama(str(model), vocab_only=True, verbose=False)
-
-
 def looping(texts: list[str], model: Path) -> list[int]:
     """The indices of ``texts`` that loop or are empty, by the gate's rule on ``model``'s tokens
     (``adapters.loops.degeneration``; the answers' end-of-turn tokens are already gone)."""
-    vocab = _vocab(model)
-    tokens = [vocab.tokenize(t.encode(), add_bos=False, special=False) for t in texts]
+    from llama_cpp import Llama
+
+    vocab = Llama(str(model), vocab_only=True, verbose=False)  # closed here, not at exit
+    try:
+        tokens = [vocab.tokenize(t.encode(), add_bos=False, special=False) for t in texts]
+    finally:
+        vocab.close()
     return degeneration(tokens, lambda _: False)["at"]
 
 
