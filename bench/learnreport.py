@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -69,34 +70,43 @@ def plot(result: dict[str, Any], out: Path) -> Path:
     return out
 
 
-def summary(result: dict[str, Any]) -> str:
-    """A Markdown table: compliance per update (mean over seeds), verdicts, judge agreement."""
-    n = result["config"]["updates"] + 1
-    head = "| persona | method | " + " | ".join(f"u{i}" for i in range(n))
-    lines = [head + " | gate (served/runs) | judge agreement |", "|---" * (n + 4) + "|"]
+def _groups(result: dict[str, Any]) -> Iterator[tuple[str, str, list[dict[str, Any]]]]:
+    """(persona, method, its runs over seeds) in the configuration's order, those that ran."""
     for persona in result["config"]["personas"]:
         for method in result["config"]["methods"]:
             runs = [r for r in result["runs"] if (r["method"], r["persona"]) == (method, persona)]
-            if not runs:
-                continue
-            cells = [
-                f"{statistics.fmean(r['rows'][i]['compliance'] for r in runs):.2f}"
-                for i in range(n)
-            ]
-            trained = [row["train"] for r in runs for row in r["rows"][1:]]
-            served = sum(str(t["status"]).startswith(("active", "retired")) for t in trained)
-            served += sum("served anyway" in str(t["status"]) for t in trained)
-            agree = [
-                row["judge_agreement"]
-                for r in runs
-                for row in r["rows"][1:]
-                if row.get("judge_agreement") is not None
-            ]
-            judge = f"{statistics.fmean(agree):.2f}" if agree else "-"
-            lines.append(
-                f"| {persona} | {method} | " + " | ".join(cells) + f" | {served}/{len(trained)} "
-                f"| {judge} |"
-            )
+            if runs:
+                yield persona, method, runs
+
+
+def _head(result: dict[str, Any]) -> str:
+    """A table's first columns: persona, method and one per update."""
+    n = result["config"]["updates"] + 1
+    return "| persona | method | " + " | ".join(f"u{i}" for i in range(n))
+
+
+def summary(result: dict[str, Any]) -> str:
+    """A Markdown table: compliance per update (mean over seeds), verdicts, judge agreement."""
+    n = result["config"]["updates"] + 1
+    lines = [_head(result) + " | gate (served/runs) | judge agreement |", "|---" * (n + 4) + "|"]
+    for persona, method, runs in _groups(result):
+        cells = [
+            f"{statistics.fmean(r['rows'][i]['compliance'] for r in runs):.2f}" for i in range(n)
+        ]
+        trained = [row["train"] for r in runs for row in r["rows"][1:]]
+        served = sum(str(t["status"]).startswith(("active", "retired")) for t in trained)
+        served += sum("served anyway" in str(t["status"]) for t in trained)
+        agree = [
+            row["judge_agreement"]
+            for r in runs
+            for row in r["rows"][1:]
+            if row.get("judge_agreement") is not None
+        ]
+        judge = f"{statistics.fmean(agree):.2f}" if agree else "-"
+        lines.append(
+            f"| {persona} | {method} | " + " | ".join(cells) + f" | {served}/{len(trained)} "
+            f"| {judge} |"
+        )
     return "\n".join(lines)
 
 
@@ -164,8 +174,12 @@ def looping(texts: list[str], model: Path) -> list[int]:
 def count_loops(result: dict[str, Any], model: Path) -> int:
     """Fill ``loops`` in every evaluation row of ``result`` that lacks it; how many were filled."""
     rows = [row for r in result["runs"] for row in r["rows"] if "loops" not in row]
-    for row in rows:
-        row["loops"] = looping(row.get("examples") or [], model)
+    texts = [row.get("examples") or [] for row in rows]
+    at = set(looping([t for ts in texts for t in ts], model))  # one vocabulary load for all
+    start = 0
+    for row, ts in zip(rows, texts, strict=True):
+        row["loops"] = [i for i in range(len(ts)) if start + i in at]
+        start += len(ts)
     return len(rows)
 
 
@@ -173,22 +187,17 @@ def loops(result: dict[str, Any]) -> str:
     """A Markdown table: held-out answers that loop per update (over seeds), of all answers;
     "-" where an evaluation did not record them."""
     n = result["config"]["updates"] + 1
-    head = "| persona | method | " + " | ".join(f"u{i}" for i in range(n)) + " |"
-    lines = [head, "|---" * (n + 2) + "|"]
-    for persona in result["config"]["personas"]:
-        for method in result["config"]["methods"]:
-            runs = [r for r in result["runs"] if (r["method"], r["persona"]) == (method, persona)]
-            if not runs:
+    lines = [_head(result) + " |", "|---" * (n + 2) + "|"]
+    for persona, method, runs in _groups(result):
+        cells = []
+        for i in range(n):
+            rows = [r["rows"][i] for r in runs]
+            if any("loops" not in row for row in rows):
+                cells.append("-")
                 continue
-            cells = []
-            for i in range(n):
-                rows = [r["rows"][i] for r in runs]
-                if any("loops" not in row for row in rows):
-                    cells.append("-")
-                    continue
-                total = sum(len(row.get("examples") or []) for row in rows)
-                cells.append(f"{sum(len(row['loops']) for row in rows)}/{total}")
-            lines.append(f"| {persona} | {method} | " + " | ".join(cells) + " |")
+            total = sum(len(row.get("examples") or []) for row in rows)
+            cells.append(f"{sum(len(row['loops']) for row in rows)}/{total}")
+        lines.append(f"| {persona} | {method} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 

@@ -30,7 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.personas import PERSONAS, Persona, Preference
+from bench.personas import PERSONAS, Persona, Preference, at_most_words
 
 SENTENCE_END = re.compile(r"[.!?]+(?:\s|$)")
 
@@ -61,7 +61,7 @@ def checker(spec: dict[str, Any], where: str) -> Callable[[str], bool]:
         if not isinstance(n, int) or isinstance(n, bool) or n < 1:
             raise UsersFileError(f"{where}: '{kind}' needs 'n', a whole number >= 1")
         if kind == "max_words":
-            return lambda text: len(text.split()) <= n
+            return at_most_words(n).check  # the personas' own word limit
         return lambda text: len(SENTENCE_END.findall(text.strip())) <= n
     if kind in ("forbid", "require"):
         flags = re.IGNORECASE if spec.get("ignore_case") else 0
