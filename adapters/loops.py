@@ -21,7 +21,6 @@ on the prompts the gate rejected kept adapters for.
 from __future__ import annotations
 
 import itertools
-from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -32,42 +31,16 @@ TEMPERATURE = 0.7
 # How many more of the n sampled answers must degenerate with the candidate than with the base
 # model for a greedy loop to count (8 samples: a quarter of them).
 MARGIN = 2
-# A phrase said again and again: an answer of which at least RESTATED_SHARE of the tokens lie
-# inside a RESTATED_N-gram occurring RESTATED_TIMES times or more. The trigram rule misses such
-# loops when something changes between the repeats (a numbered list repeating one item) or the
-# phrase is short ("a sound of purest joy" four times): docs/benchmarks.md, "Loops the gate's
-# rule missed".
-RESTATED_N = 4
-RESTATED_TIMES = 3
-RESTATED_SHARE = 0.5
-
-
-def restated(content: list[int], n: int = RESTATED_N, times: int = RESTATED_TIMES) -> float:
-    """The share of ``content``'s tokens that lie inside an ``n``-gram occurring at least
-    ``times`` times in it (0.0 for an empty list): how much of an answer says one phrase again
-    and again, whatever changes between the repeats ("1. Use a wrench. 2. Use a wrench. ...")."""
-    grams = Counter(tuple(content[i : i + n]) for i in range(len(content) - n + 1))
-    inside = [False] * len(content)
-    for i in range(len(content) - n + 1):
-        if grams[tuple(content[i : i + n])] >= times:
-            inside[i : i + n] = [True] * n
-    return sum(inside) / max(len(content), 1)
 
 
 def _repetitive(content: list[int]) -> bool:
-    """A run of 8 equal tokens; under 40% distinct trigrams in 12 tokens or more; or, in 16
-    tokens or more, at least ``RESTATED_SHARE`` of them inside a 4-gram said 3 times or more
-    (``restated``)."""
+    """A run of 8 equal tokens, or under 40% distinct trigrams in 12 tokens or more."""
     run = longest = 1
     for x, y in itertools.pairwise(content):
         run = run + 1 if x == y else 1
         longest = max(longest, run)
     trigrams = list(zip(content, content[1:], content[2:], strict=False))
-    return (
-        longest >= 8
-        or (len(content) >= 12 and len(set(trigrams)) < 0.4 * len(trigrams))
-        or (len(content) >= 16 and restated(content) >= RESTATED_SHARE)
-    )
+    return longest >= 8 or (len(content) >= 12 and len(set(trigrams)) < 0.4 * len(trigrams))
 
 
 def degeneration(answers: list[list[int]], is_end: Any) -> dict[str, Any]:

@@ -30,10 +30,6 @@ def test_degeneration_counts_empty_repeated_and_collapsed_answers() -> None:
     got = loops.degeneration(looping, lambda t: t == end)
     assert got["empty"] == 0.25 and got["repetitive"] == 0.5 and got["degenerate"] == 0.75
     assert got["at"] == [0, 1, 2]
-    # The share of tokens inside a 4-gram said three times or more.
-    assert loops.restated([]) == 0.0 and loops.restated(list(range(20))) == 0.0
-    assert loops.restated([1, 2, 3, 4] * 3) == 1.0 and loops.restated([1, 2, 3, 4] * 2) == 0.0
-    assert loops.restated([9, 1, 2, 3, 4, 8, 1, 2, 3, 4, 7, 1, 2, 3, 4, 6]) == 12 / 16
 
 
 def test_one_new_loop_fails_general_ability_and_the_base_models_own_loops_are_excused() -> None:
@@ -60,59 +56,14 @@ def test_one_new_loop_fails_general_ability_and_the_base_models_own_loops_are_ex
 
 
 def test_a_loop_with_a_long_period_shows_only_past_32_tokens() -> None:
-    """Why the general-ability check reads 64 tokens: an opening, then a 14-token phrase over
-    and over, is said only twice in 32 tokens and four times in 64 (docs/benchmarks.md, "The
-    general-ability check reads 64 tokens"; its 9-token loop, "a solid ball of rock that is
-    made of ...", now shows at 32, said three times)."""
+    """Why the general-ability check reads 64 tokens: an opening, then a 9-token phrase over and
+    over ("a solid ball of rock that is made of ...", served by an adapter on SmolLM2) still has
+    enough distinct trigrams in 32 tokens, not in 64 (docs/benchmarks.md, "The general-ability
+    check reads 64 tokens")."""
     end = 0
-    loop = [100, 101, 102, 103, 104, *list(range(1, 15)) * 5]
+    loop = [100, 101, 102, 103, 104, *list(range(1, 10)) * 7]
     assert loops.degeneration([loop[:32]], lambda t: t == end)["at"] == []
     assert loops.degeneration([loop[:64]], lambda t: t == end)["at"] == [0]
-    nine = [100, 101, 102, 103, 104, *list(range(1, 10)) * 7]
-    assert loops.degeneration([nine[:32]], lambda t: t == end)["at"] == [0]
-
-
-def test_a_phrase_said_again_and_again_is_a_loop_on_smollm2s_tokens(smollm2_gguf: Path) -> None:
-    """Loops the trigram rule missed in served adapters' answers (docs/benchmarks.md, "Loops
-    the gate's rule missed"): a numbered list repeating one item, whose changing numbers keep
-    its trigrams distinct, and a short phrase said four times. Answers that list or repeat a
-    word or two are not loops."""
-    from llama_cpp import Llama
-
-    vocab = Llama(str(smollm2_gguf), vocab_only=True, verbose=False)
-    try:
-
-        def tokens(text: str) -> list[int]:
-            return vocab.tokenize(text.encode(), add_bos=False, special=False)
-
-        numbered = tokens(
-            "1. Clean your bike. 2. Use a bike chain cleaner. 3. Use a bike chain wrench. "
-            "4. Use a bike chain wrench. 5. Use a bike chain wrench. 6. Use a bike chain wrench."
-        )
-        joy = tokens(
-            "The sound of thunder is a sound of purest joy. It is a sound of purest joy, a "
-            "sound of purest joy, a sound of purest joy."
-        )
-        sound = [
-            tokens(
-                "To make a cup of tea, boil water, pour it over a tea bag in a mug, wait three "
-                "to five minutes, then take the bag out and add milk or sugar if you like."
-            ),
-            tokens(
-                "1. Water the plant once a week. 2. Keep it near a bright window. 3. Feed it "
-                "every month in spring. 4. Repot it when the roots fill the pot."
-            ),
-            tokens("def add(a, b):\n    return a + b\n\nprint(add(1, 2))\nprint(add(3, 4))"),
-        ]
-    finally:
-        vocab.close()
-    for loop in (numbered, joy):
-        trigrams = set(zip(loop, loop[1:], loop[2:], strict=False))
-        assert len(trigrams) >= 0.4 * (len(loop) - 2)  # the trigram rule alone misses it
-        assert loops.restated(loop) >= loops.RESTATED_SHARE
-    got = loops.degeneration([numbered, joy, *sound], lambda _: False)
-    assert got["at"] == [0, 1]
-    assert all(loops.restated(s) < loops.RESTATED_SHARE for s in sound)
 
 
 def test_a_flagged_loop_counts_only_when_sampled_answers_confirm_it() -> None:
