@@ -3,12 +3,13 @@ how many held-out answers loop.
 
 A checker measures the preference, not the answer: "I'm here to help with anything you're
 looking for. I'm here to help ..." speaks to the user as "you", over and over. So each
-evaluation also records which held-out answers loop (``looping``: the gate's own rule,
-``adapters.loops.degeneration``, on the model's llama.cpp tokens; short repeats can pass it),
-and ``loops`` tables them beside the compliance.
+evaluation also records which held-out answers loop (``looping``, on the model's llama.cpp
+tokens: the gate's own rule, ``adapters.loops.degeneration``, or one phrase said again and
+again over half the answer, ``restated``, which the gate's rule misses), and ``loops`` tables
+them beside the compliance.
 
 Run alone to redo the tables and plot from a results file (``--model`` counts the loops of
-results saved before evaluations recorded them)::
+results saved before evaluations recorded them, ``--recount`` those of every row again)::
 
     python -m bench.learnreport bench/results/learning-quick.json
     python -m bench.learnreport docs/bench/learning-claim-s23.json --model smollm2-135m
@@ -19,11 +20,22 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from adapters.loops import degeneration
+
+# One phrase said again and again: an answer of 16 tokens or more with at least RESTATED_SHARE
+# of them inside a RESTATED_N-token phrase said RESTATED_TIMES times or more. The gate's rule
+# misses such loops when something changes between the repeats ("1. Use a bike chain wrench.
+# 2. Use a bike chain wrench. ...") or the phrase is short ("a sound of purest joy" four
+# times). The gate does not use it: as a gate rule (4-token phrases) it also rejected parallel
+# lists and stalled learning (docs/benchmarks.md, "One phrase said over and over").
+RESTATED_N = 6
+RESTATED_TIMES = 3
+RESTATED_SHARE = 0.5
 
 
 def plot(result: dict[str, Any], out: Path) -> Path:
@@ -158,9 +170,21 @@ def diagnosis(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def restated(tokens: list[int], n: int = RESTATED_N, times: int = RESTATED_TIMES) -> float:
+    """The share of ``tokens`` inside an ``n``-token phrase said at least ``times`` times in
+    them, whatever changes between the repeats; 0.0 for no tokens."""
+    grams = Counter(tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1))
+    inside = [False] * len(tokens)
+    for i in range(len(tokens) - n + 1):
+        if grams[tuple(tokens[i : i + n])] >= times:
+            inside[i : i + n] = [True] * n
+    return sum(inside) / max(len(tokens), 1)
+
+
 def looping(texts: list[str], model: Path) -> list[int]:
-    """The indices of ``texts`` that loop or are empty, by the gate's rule on ``model``'s tokens
-    (``adapters.loops.degeneration``; the answers' end-of-turn tokens are already gone)."""
+    """The indices of ``texts`` that loop or are empty on ``model``'s tokens: by the gate's rule
+    (``adapters.loops.degeneration``; the answers' end-of-turn tokens are already gone), or
+    with one phrase said over and over (``restated`` at least ``RESTATED_SHARE``)."""
     from llama_cpp import Llama
 
     vocab = Llama(str(model), vocab_only=True, verbose=False)  # closed here, not at exit
@@ -168,12 +192,14 @@ def looping(texts: list[str], model: Path) -> list[int]:
         tokens = [vocab.tokenize(t.encode(), add_bos=False, special=False) for t in texts]
     finally:
         vocab.close()
-    return degeneration(tokens, lambda _: False)["at"]
+    said = {i for i, t in enumerate(tokens) if len(t) >= 16 and restated(t) >= RESTATED_SHARE}
+    return sorted(set(degeneration(tokens, lambda _: False)["at"]) | said)
 
 
-def count_loops(result: dict[str, Any], model: Path) -> int:
-    """Fill ``loops`` in every evaluation row of ``result`` that lacks it; how many were filled."""
-    rows = [row for r in result["runs"] for row in r["rows"] if "loops" not in row]
+def count_loops(result: dict[str, Any], model: Path, again: bool = False) -> int:
+    """Fill ``loops`` in every evaluation row of ``result`` that lacks it (every row with
+    ``again``); how many were filled."""
+    rows = [row for r in result["runs"] for row in r["rows"] if again or "loops" not in row]
     texts = [row.get("examples") or [] for row in rows]
     at = set(looping([t for ts in texts for t in ts], model))  # one vocabulary load for all
     start = 0
@@ -211,13 +237,21 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("results", type=Path, help="a bench/learning.py results file (.json)")
     p.add_argument("--model", help="count the loops of older results with this model's tokens")
+    p.add_argument(
+        "--recount",
+        action="store_true",
+        help="with --model: count every row's loops again (results saved before 2026-12-05 "
+        "counted only the gate's rule)",
+    )
     args = p.parse_args(argv)
+    if args.recount and not args.model:
+        p.error("--recount needs --model")
     saved = json.loads(args.results.read_text())
     if args.model:
         from clawd.config import clawd_home
         from clawd.models import resolve
 
-        count_loops(saved, resolve(args.model, clawd_home()))
+        count_loops(saved, resolve(args.model, clawd_home()), again=args.recount)
     print(report(saved))
     plot(saved, args.results.with_suffix(".png"))
 

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from adapters.loops import degeneration
 from bench import learning, learnreport
 from bench.daemon import drop_adapter_weights
-from bench.learnreport import count_loops, looping, loops
+from bench.learnreport import RESTATED_SHARE, count_loops, looping, loops, restated
 from bench.personas import EVAL_PROMPTS, INTERACTION_PROMPTS, PERSONAS, SimulatedUser
 
 
@@ -98,3 +99,47 @@ def test_held_out_answers_that_loop_are_counted_by_the_gates_rule(smollm2_gguf: 
     assert "| brief | oracle | 2/3 | 0/1 |" in loops(result)
     del rows[1]["loops"]
     assert "| brief | oracle | 2/3 | - |" in loops(result)
+    rows[1]["loops"] = [0]  # a stale count
+    assert count_loops(result, smollm2_gguf, again=True) == 2
+    assert "| brief | oracle | 2/3 | 0/1 |" in loops(result)
+
+
+def test_a_phrase_said_over_and_over_loops_though_the_gates_rule_passes_it(
+    smollm2_gguf: Path,
+) -> None:
+    """Held-out answers of served adapters (docs/benchmarks.md, "One phrase said over and
+    over"): a numbered list repeating one item, whose changing numbers keep its trigrams
+    distinct, and a short phrase said four times. A parallel list, which the 4-token version
+    of the rule rejected in the gate, and a sound answer are not loops."""
+    from llama_cpp import Llama
+
+    numbered = (
+        "1. Clean your bike. 2. Use a bike chain cleaner. 3. Use a bike chain wrench. "
+        "4. Use a bike chain wrench. 5. Use a bike chain wrench. 6. Use a bike chain wrench."
+    )
+    joy = (
+        "The sound of thunder is a sound of purest joy. It is a sound of purest joy, a sound "
+        "of purest joy, a sound of purest joy."
+    )
+    sound = [
+        "1. Don't eat before bed. 2. Don't drink before bed. 3. Don't watch TV before bed. "
+        "4. Don't use your phone before bed. 5. Don't use your computer before bed.",
+        "To make a cup of tea, boil water, pour it over a tea bag in a mug, wait three to "
+        "five minutes, then take the bag out and add milk or sugar if you like.",
+        "def add(a, b):\n    return a + b\n\nprint(add(1, 2))\nprint(add(3, 4))",
+    ]
+    vocab = Llama(str(smollm2_gguf), vocab_only=True, verbose=False)
+    try:
+        tokens = [
+            vocab.tokenize(t.encode(), add_bos=False, special=False)
+            for t in (numbered, joy, *sound)
+        ]
+    finally:
+        vocab.close()
+    assert degeneration(tokens, lambda _: False)["at"] == []  # the gate's rule passes them all
+    assert [restated(t) >= RESTATED_SHARE for t in tokens] == [True, True, False, False, False]
+    assert looping([numbered, joy, *sound], smollm2_gguf) == [0, 1]
+    # The share of tokens inside a phrase said three times or more, on token ids.
+    assert restated([]) == 0.0 and restated(list(range(20))) == 0.0
+    assert restated([1, 2, 3, 4, 5, 6] * 3) == 1.0 and restated([1, 2, 3, 4, 5, 6] * 2) == 0.0
+    assert restated([9, 1, 2, 3, 4, 5, 6, 8, 1, 2, 3, 4, 5, 6, 7, 1, 2, 3, 4, 5, 6]) == 18 / 21
