@@ -240,8 +240,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument(
         "--recount",
         action="store_true",
-        help="with --model: count every row's loops again (results saved before 2026-12-05 "
-        "counted only the gate's rule)",
+        help="with --model: count every row's loops again (rows counted before the restated "
+        "phrase was counted saw only the gate's rule)",
     )
     args = p.parse_args(argv)
     if args.recount and not args.model:
