@@ -181,17 +181,23 @@ def restated(tokens: list[int], n: int = RESTATED_N, times: int = RESTATED_TIMES
     return sum(inside) / max(len(tokens), 1)
 
 
-def looping(texts: list[str], model: Path) -> list[int]:
-    """The indices of ``texts`` that loop or are empty on ``model``'s tokens: by the gate's rule
-    (``adapters.loops.degeneration``; the answers' end-of-turn tokens are already gone), or
-    with one phrase said over and over (``restated`` at least ``RESTATED_SHARE``)."""
+def tokenize(texts: list[str], model: Path) -> list[list[int]]:
+    """``texts`` as ``model``'s llama.cpp tokens (no special tokens parsed), with one
+    vocabulary load for all of them."""
     from llama_cpp import Llama
 
     vocab = Llama(str(model), vocab_only=True, verbose=False)  # closed here, not at exit
     try:
-        tokens = [vocab.tokenize(t.encode(), add_bos=False, special=False) for t in texts]
+        return [vocab.tokenize(t.encode(), add_bos=False, special=False) for t in texts]
     finally:
         vocab.close()
+
+
+def looping(texts: list[str], model: Path) -> list[int]:
+    """The indices of ``texts`` that loop or are empty on ``model``'s tokens: by the gate's rule
+    (``adapters.loops.degeneration``; the answers' end-of-turn tokens are already gone), or
+    with one phrase said over and over (``restated`` at least ``RESTATED_SHARE``)."""
+    tokens = tokenize(texts, model)
     said = {i for i, t in enumerate(tokens) if len(t) >= 16 and restated(t) >= RESTATED_SHARE}
     return sorted(set(degeneration(tokens, lambda _: False)["at"]) | said)
 

@@ -111,8 +111,6 @@ def test_a_phrase_said_over_and_over_loops_though_the_gates_rule_passes_it(
     over"): a numbered list repeating one item, whose changing numbers keep its trigrams
     distinct, and a short phrase said four times. A parallel list, which the 4-token version
     of the rule rejected in the gate, and a sound answer are not loops."""
-    from llama_cpp import Llama
-
     numbered = (
         "1. Clean your bike. 2. Use a bike chain cleaner. 3. Use a bike chain wrench. "
         "4. Use a bike chain wrench. 5. Use a bike chain wrench. 6. Use a bike chain wrench."
@@ -128,14 +126,7 @@ def test_a_phrase_said_over_and_over_loops_though_the_gates_rule_passes_it(
         "five minutes, then take the bag out and add milk or sugar if you like.",
         "def add(a, b):\n    return a + b\n\nprint(add(1, 2))\nprint(add(3, 4))",
     ]
-    vocab = Llama(str(smollm2_gguf), vocab_only=True, verbose=False)
-    try:
-        tokens = [
-            vocab.tokenize(t.encode(), add_bos=False, special=False)
-            for t in (numbered, joy, *sound)
-        ]
-    finally:
-        vocab.close()
+    tokens = learnreport.tokenize([numbered, joy, *sound], smollm2_gguf)
     assert degeneration(tokens, lambda _: False)["at"] == []  # the gate's rule passes them all
     assert [restated(t) >= RESTATED_SHARE for t in tokens] == [True, True, False, False, False]
     assert looping([numbered, joy, *sound], smollm2_gguf) == [0, 1]
