@@ -230,6 +230,15 @@ class Settings(BaseSettings):
         "the learning rate (on a CPU it costs tens of seconds per step; off: only the gate "
         "judges).",
     )
+    train_unlikelihood: float = Field(
+        0.0,
+        ge=0,
+        le=100,
+        description="Weight of a term that trains the model away from repeating itself: the "
+        "tokens that repeat a phrase of their own answer, in the training answers and in the "
+        "model's greedy answers to the promotion gate's prompts before the update, are pushed "
+        "down (unlikelihood training); 0 switches it off.",
+    )
     train_threads: int = Field(
         0, ge=0, le=1024, description="CPU threads for training; 0 lets torch decide."
     )

@@ -3,6 +3,7 @@
 import pytest
 import torch
 
+from clawd.training import losses
 from clawd.training.losses import clipped_policy_loss, k3_kl, token_advantages
 
 torch.manual_seed(0)
@@ -191,3 +192,23 @@ def test_the_opd_baseline_leaves_no_expected_push_on_the_students_own_answers() 
             assert torch.allclose((p * adv[:, 0]).reshape(2, v).sum(-1), expected, atol=1e-5)
         # Each position keeps the order of its tokens: only the level moves.
         assert torch.equal(centred.reshape(2, v).argsort(-1), plain.reshape(2, v).argsort(-1))
+
+
+def test_unlikelihood_pushes_down_the_marked_tokens_only_and_stays_finite() -> None:
+    """-log(1 - p) on marked tokens: 0 where nothing is marked, the gradient on a marked
+    token's log-prob is positive (descent lowers it), an unmarked one gets none, and a token
+    the model is certain of gives a large finite loss."""
+    logits = torch.tensor([[2.0, 0.0, -1.0], [0.5, 0.5, 0.5]], requires_grad=True)
+    targets = torch.tensor([[0, 1, 2], [0, 1, 2]])
+    logp = torch.log_softmax(logits, -1).gather(1, targets)  # (2, 3) log-probs of the targets
+    marked = torch.tensor([[1.0, 0.0, 0.0], [0.0, 0.0, 0.0]])
+    loss = losses.unlikelihood_loss(logp, marked, 4.0)
+    p = torch.softmax(logits.detach(), -1)[0, 0]
+    assert loss.item() == pytest.approx(-torch.log(1 - p).item() / 4.0, rel=1e-5)
+    loss.backward()
+    assert logits.grad[0, 0] > 0 and logits.grad[1].abs().sum() == 0  # down, and only row 0
+    assert losses.unlikelihood_loss(logp.detach(), torch.zeros(2, 3), 4.0).item() == 0.0
+    certain = losses.unlikelihood_loss(torch.zeros(1, 1), torch.ones(1, 1), 1.0)
+    assert torch.isfinite(certain) and certain.item() > 10
+    with pytest.raises(ValueError):
+        losses.unlikelihood_loss(logp, marked, 0.0)

@@ -19,6 +19,7 @@ from typing import Any
 import torch
 
 from clawd.chattemplate import ChatTemplate, teacher_messages
+from clawd.training.repeats import repeated_ngrams
 
 
 @dataclass
@@ -119,8 +120,10 @@ def _pad(rows: list[list[int]], value: int = 0) -> tuple[torch.Tensor, torch.Ten
 
 
 def collate(examples: list[Example]) -> dict[str, torch.Tensor]:
-    """Right-padded tensors: ids/attn (B, L), starts (B,), per-token values and mask (B, T);
-    with top-k distillation also ``top_ids`` and ``top_lp`` (B, T, k), zero where absent."""
+    """Right-padded tensors: ids/attn (B, L), starts (B,), per-token values and mask (B, T),
+    ``repeated`` (B, T) 1.0 on response tokens that repeat an earlier 4-gram of their answer
+    (``repeats.repeated_ngrams``); with top-k distillation also ``top_ids`` and ``top_lp``
+    (B, T, k), zero where absent."""
     device = examples[0].device
     t = max(len(e.response_ids) for e in examples)
     s_ids, s_attn = _pad([e.prompt_ids + e.response_ids for e in examples])
@@ -135,8 +138,10 @@ def collate(examples: list[Example]) -> dict[str, torch.Tensor]:
                 out[i, : len(values)] = torch.tensor(values)
         return out
 
+    repeated = torch.zeros(len(examples), t)
     for i, e in enumerate(examples):
         mask[i, : len(e.response_ids)] = 1.0
+        repeated[i, : len(e.response_ids)] = torch.tensor(repeated_ngrams(e.response_ids))
     batch = {
         "student_ids": s_ids,
         "student_attn": s_attn,
@@ -145,6 +150,7 @@ def collate(examples: list[Example]) -> dict[str, torch.Tensor]:
         "teacher_attn": t_attn,
         "teacher_start": torch.tensor([len(e.teacher_prompt_ids) for e in examples]),
         "mask": mask,
+        "repeated": repeated,
         "old_lp": per_token("old_lp"),
         "teacher_lp": per_token("teacher_lp"),
         "opd_base": per_token("opd_base"),

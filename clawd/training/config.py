@@ -129,6 +129,10 @@ class TrainConfig:
     # saw about two thirds of the loops the gate sees in llama.cpp (docs/benchmarks.md, "A loop
     # guard inside the update").
     loop_guard: bool = False
+    # Unlikelihood on repeats (clawd.training.repeats): weight of a term that pushes down the
+    # tokens repeating an earlier 4-gram of their own answer, in the training answers and in
+    # the starting weights' greedy answers to the gate's prompts. 0 = off.
+    unlikelihood: float = 0.0
 
     def __post_init__(self) -> None:
         checks = {
@@ -162,6 +166,7 @@ class TrainConfig:
             "gate_loop_samples": 0 <= self.gate_loop_samples <= 64,
             "norm_tokens": self.norm_tokens >= 1,
             "hint_placement": self.hint_placement in ("user", "system"),
+            "unlikelihood": 0 <= self.unlikelihood <= 100,
             "w_opd/w_rl": min(self.w_opd, self.w_rl) >= 0 and max(self.w_opd, self.w_rl) > 0,
         }
         bad = [k for k, ok in checks.items() if not ok]
@@ -202,6 +207,7 @@ class TrainConfig:
             gate_retries=s.gate_retries,
             gate_loop_samples=s.gate_loop_samples,
             loop_guard=s.train_loop_guard,
+            unlikelihood=s.train_unlikelihood,
         )
 
 

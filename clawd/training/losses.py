@@ -6,7 +6,7 @@ response tokens and 0.0 on padding. All log-probs are of the tokens actually ser
 References: OpenClaw-RL (arXiv 2603.10165) for the judge reward and hindsight-guided on-policy
 distillation (OPD); PPO (Schulman et al., 2017) for the clipped surrogate; DAPO (Yu et al., 2025)
 for asymmetric "Clip-Higher" bounds; Dr. GRPO (Liu et al., 2025) for the constant normaliser;
-Schulman's k3 estimator for the KL penalty.
+Schulman's k3 estimator for the KL penalty; Welleck et al. (2019) for unlikelihood training.
 
 Run alone to print the loss of a toy batch::
 
@@ -170,6 +170,34 @@ def topk_distill_loss(
     q_log = torch.log_softmax(teacher_lp, dim=-1)
     per_token = (q_log.exp() * (q_log - student_lp)).sum(-1)
     return (per_token * mask * has_hint[:, None]).sum() / normalizer
+
+
+def unlikelihood_loss(
+    logp: torch.Tensor, marked: torch.Tensor, normalizer: float, floor: float = 1e-6
+) -> torch.Tensor:
+    """Unlikelihood of marked tokens (Welleck et al., 2019, "Neural Text Generation with
+    Unlikelihood Training", sequence level): push the probability of each marked token down,
+
+        loss_t = -log(1 - p_t),  p_t = exp(logp_t);
+        loss = sum_{b,t} marked_bt * loss_t / normalizer.
+
+    Used on the tokens that repeat an earlier n-gram of their own answer (a loop, ``"Don't
+    drive alone. Don't drive alone. ..."``): the gradient on the token's logit is ``p_t``, so a
+    token the model is sure of is pushed hard and an unlikely one hardly at all, and nothing
+    says what to write instead. ``1 - p_t`` is kept above ``floor`` so that a certain token
+    gives a large, finite loss.
+
+    Args:
+        logp: (B, T) log-probs of the marked answers' tokens under the weights being trained.
+        marked: (B, T) 1.0 on the tokens to push down, 0.0 elsewhere (and on padding).
+        normalizer: the policy loss's constant, so that a token weighs the same in both.
+    Returns:
+        the scalar loss (0 when nothing is marked).
+    """
+    if normalizer <= 0:
+        raise ValueError("normalizer must be positive")
+    rest = (-torch.expm1(logp)).clamp(min=floor)  # 1 - p, exact near p = 1
+    return (-torch.log(rest) * marked).sum() / normalizer
 
 
 def k3_kl(

@@ -5,7 +5,8 @@ in context), and ``ref_lp`` (the base model, when the KL penalty is on), without
 ``train_steps`` then runs PPO epochs on ``clawd.training.losses``: token advantages with a
 centred reward, the clipped surrogate over a constant normaliser, with ``distill_topk`` a top-k
 distillation term toward the hinted teacher's likeliest tokens (``score_examples`` keeps them), a
-k3 KL-to-base penalty whose coefficient adapts step by step, and a trust region: the update
+k3 KL-to-base penalty whose coefficient adapts step by step, with ``unlikelihood`` a term
+against repeated phrases (``clawd.training.repeats``), and a trust region: the update
 stops once its KL to the pre-update weights passes ``target_kl``, and a step that lands past
 ``overshoot`` times it is undone and retaken at half the rate. It raises on a non-finite loss
 or gradient.
@@ -35,7 +36,9 @@ from clawd.training.losses import (
     opd_kl_baseline,
     token_advantages,
     topk_distill_loss,
+    unlikelihood_loss,
 )
+from clawd.training.repeats import Repeat, collate_repeats
 from clawd.training.torchmodel import log_probs_of, response_log_softmax, token_logprobs
 
 TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -132,6 +135,7 @@ def train_steps(
     kl_coef: float | None = None,
     on_kept: Callable[[dict[str, Any]], None] | None = None,
     guard: LoopGuard | None = None,
+    repeats: list[Repeat] | None = None,
 ) -> dict[str, Any]:
     """PPO epochs over the scored examples; raises NonFinite on a NaN or infinite value.
 
@@ -146,6 +150,10 @@ def train_steps(
     before the next: a step that makes an answer loop where the update's starting weights did
     not is undone and retaken at half the rate (the same ``max_halvings`` in all); with none
     left the update ends before it (``loop``: the prompt and answer that looped).
+
+    With ``cfg.unlikelihood`` each step also pushes down, by unlikelihood, the tokens of its
+    batch that repeat an earlier 4-gram of their answer and those of ``batch_size`` of the
+    ``repeats`` (greedy answers of the starting weights, taken in turn).
 
     ``on_step`` gets every step taken, numbered in order, undone ones too; ``on_kept`` gets the
     state after each kept step that the trust region let the next one follow (``steps``, ``lr``,
@@ -264,7 +272,13 @@ def train_steps(
             logp, batch["old_lp"], adv, mask, normalizer, cfg.eps_low, cfg.eps_high
         )
         kl = k3_kl(logp, batch["ref_lp"], mask, normalizer)
-        total = loss + beta * kl + cfg.w_opd * distill
+        marked = batch["repeated"] * mask
+        unlikely = torch.zeros((), device=mask.device)
+        if cfg.unlikelihood > 0:
+            unlikely = unlikelihood_loss(logp, marked, normalizer)
+            if repeats:
+                unlikely = unlikely + _repeats_loss(model, repeats, taken, cfg, normalizer)
+        total = loss + beta * kl + cfg.w_opd * distill + cfg.unlikelihood * unlikely
         step, taken = step + 1, taken + 1
         if not torch.isfinite(total):
             raise NonFinite(f"non-finite loss at step {taken}")
@@ -291,6 +305,8 @@ def train_steps(
                 "policy_loss": loss.item(),
                 "kl": kl.item(),
                 "distill": distill.item(),
+                "unlikelihood": unlikely.item(),
+                "repeated": int(marked.sum().item()),
                 "kl_base": base_kl,
                 "kl_step": step_kl,
                 "kl_coef": used_beta,
@@ -304,6 +320,20 @@ def train_steps(
             }
         )
     return ended(False)
+
+
+def _repeats_loss(
+    model: Any, repeats: list[Repeat], taken: int, cfg: TrainConfig, normalizer: float
+) -> torch.Tensor:
+    """The unlikelihood of the repeating tokens of ``batch_size`` of the ``repeats``, the
+    ``taken``-th such batch in turn (so that every answer comes up as the steps go on)."""
+    size = min(cfg.batch_size, len(repeats))
+    first = taken * size
+    chunk = [repeats[(first + k) % len(repeats)] for k in range(size)]
+    device = next(model.parameters()).device
+    rb = collate_repeats(chunk, device)
+    logp = token_logprobs(model, rb["ids"], rb["attn"], rb["start"], rb["marked"].shape[1])
+    return unlikelihood_loss(logp, rb["marked"], normalizer)
 
 
 def _forward(model: Any, chunk: list[Example]) -> tuple[dict[str, Any], Any, torch.Tensor]:

@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from clawd.training import earlier, hindsight, loopguard, ppo
+from clawd.training import earlier, hindsight, loopguard, ppo, repeats
 from clawd.training.batches import Example, build_examples
 from clawd.training.config import TrainConfig
 
@@ -138,6 +138,10 @@ def update(
             model, general + own, ABILITY_TOKENS, eos, cfg.gate_new_degenerate
         )
         lap("guard")
+    found: list[repeats.Repeat] = []
+    if cfg.unlikelihood > 0:  # the starting weights' own loops, on the gate's prompts
+        found, _ = repeats.own_repeats(model, general + own, ABILITY_TOKENS, eos)
+        lap("repeats")
     total = cfg.epochs * math.ceil(len(examples) / cfg.batch_size)
     retakes = cfg.target_kl > 0 or guard is not None
     total += cfg.max_halvings if retakes else 0  # steps the trust region or the guard may retake
@@ -160,7 +164,14 @@ def update(
             kept[n] = (state, [p.detach().to("cpu", copy=True) for p in trainable])
 
     ended = ppo.train_steps(
-        model, examples, cfg, step, kl_coef=inputs.kl_coef, on_kept=keep, guard=guard
+        model,
+        examples,
+        cfg,
+        step,
+        kl_coef=inputs.kl_coef,
+        on_kept=keep,
+        guard=guard,
+        repeats=found,
     )
     lap("train")
     if not steps:
@@ -196,6 +207,10 @@ def update(
         "replayed": len(replayed),
         "hindsight": sum(e.hindsight for e in examples),
         "hindsight_answers": seen,  # each hinted sample's answer: relevance, kept or not
+        # with train_unlikelihood: the starting weights' greedy answers that repeat a phrase
+        "repeating_answers": [
+            {"answer": tok.decode(r.answer_ids), "repeated": sum(r.marked)} for r in found
+        ],
         "skipped": skipped,
         "config": asdict(cfg),
         "steps": steps,
