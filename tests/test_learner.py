@@ -230,3 +230,22 @@ def test_a_conversion_another_trainer_finished_first_is_used(
     torchmodel._convert(tiny_qwen3_gguf, target, torch.float32)  # the loser of the race
     assert (target / "config.json").exists()
     assert not [p for p in target.parent.iterdir() if p.name.startswith(".convert-")]
+
+
+def test_unlikelihood_in_a_training_run(tiny_qwen3_gguf: Path, home: Path) -> None:
+    """With the term on, a run writes the starting weights' greedy answers to the gate's
+    prompts, keeps those that repeat a 4-token phrase (random weights repeat a lot), and every
+    step pays for them; the setting reaches the run's configuration from the daemon's."""
+    with Store.open(home) as store:
+        for q in ("Name a colour.", "Name a fruit."):
+            add_sample(store, tiny_qwen3_gguf, hint=None, reward=1, kind="rl", question=q)
+    cfg = small(epochs=2, unlikelihood=1.0)
+    summary = train.run(home, settings_for(tiny_qwen3_gguf), cfg=cfg)
+    report = json.loads((Path(summary["path"]) / "report.json").read_text())
+    found = report["repeating_answers"]
+    assert found and all(a["repeated"] >= 1 and a["answer"] for a in found)
+    assert report["steps"] and all(s["unlikelihood"] > 0 for s in report["steps"])
+    assert "repeats" in report["seconds"]
+    daemon = settings_for(tiny_qwen3_gguf).model_copy(update={"train_unlikelihood": 0.5})
+    assert train.TrainConfig.from_settings(daemon).unlikelihood == 0.5
+    assert train.TrainConfig.from_settings(settings_for(tiny_qwen3_gguf)).unlikelihood == 0
