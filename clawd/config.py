@@ -231,7 +231,7 @@ class Settings(BaseSettings):
         "judges).",
     )
     train_unlikelihood: float = Field(
-        0.0,
+        1.0,
         ge=0,
         le=100,
         description="Weight of a term that trains the model away from repeating itself: the "

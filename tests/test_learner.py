@@ -235,7 +235,7 @@ def test_a_conversion_another_trainer_finished_first_is_used(
 def test_unlikelihood_in_a_training_run(tiny_qwen3_gguf: Path, home: Path) -> None:
     """With the term on, a run writes the starting weights' greedy answers to the gate's
     prompts, keeps those that repeat a 4-token phrase (random weights repeat a lot), and every
-    step pays for them; the setting reaches the run's configuration from the daemon's."""
+    step pays for them; the daemon's setting (on by default) reaches the run's configuration."""
     with Store.open(home) as store:
         for q in ("Name a colour.", "Name a fruit."):
             add_sample(store, tiny_qwen3_gguf, hint=None, reward=1, kind="rl", question=q)
@@ -246,6 +246,6 @@ def test_unlikelihood_in_a_training_run(tiny_qwen3_gguf: Path, home: Path) -> No
     assert found and all(a["repeated"] >= 1 and a["answer"] for a in found)
     assert report["steps"] and all(s["unlikelihood"] > 0 for s in report["steps"])
     assert "repeats" in report["seconds"]
-    daemon = settings_for(tiny_qwen3_gguf).model_copy(update={"train_unlikelihood": 0.5})
-    assert train.TrainConfig.from_settings(daemon).unlikelihood == 0.5
-    assert train.TrainConfig.from_settings(settings_for(tiny_qwen3_gguf)).unlikelihood == 0
+    daemon = settings_for(tiny_qwen3_gguf).model_copy(update={"train_unlikelihood": 0.0})
+    assert train.TrainConfig.from_settings(daemon).unlikelihood == 0.0
+    assert train.TrainConfig.from_settings(settings_for(tiny_qwen3_gguf)).unlikelihood == 1.0

@@ -131,7 +131,15 @@ def test_a_run_through_ray_passes_the_gate_and_serves(
     assert any("running on Ray node" in m for m in said)
     assert (home / "adapters" / version / "report.json").exists()
     # where the time went: the worker's phases, the cluster's own share, the gate
-    assert list(manifest["seconds"]) == ["load", "score", "train", "export", "ray", "gate"]
+    assert list(manifest["seconds"]) == [
+        "load",
+        "score",
+        "repeats",
+        "train",
+        "export",
+        "ray",
+        "gate",
+    ]
     assert list((cluster.cache / "models").glob("*.gguf"))  # the model was shipped and cached
 
 

@@ -82,7 +82,8 @@ def test_a_run_writes_a_candidate_and_marks_samples_used(any_gguf: Path, home: P
     assert "own_prompts_ability" in manifest["gate"]["checks"]
     assert manifest["gate"]["own_ability"]["candidate"]["answers"] == 1
     # where the run's time went, phase by phase, the gate's included
-    assert list(manifest["seconds"]) == ["load", "score", "guard", "train", "export", "gate"]
+    phases = ["load", "score", "guard", "repeats", "train", "export", "gate"]
+    assert list(manifest["seconds"]) == phases
     # the loop guard asked the gate's prompts (4 general, 1 of the user's) after each step
     guard = manifest["metrics"]["guard"]
     assert guard["prompts"] == 5 and guard["checks"] == 4 and manifest["metrics"]["looped"] == 0
