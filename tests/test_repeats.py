@@ -42,7 +42,8 @@ def test_unlikelihood_steps_make_the_models_own_loop_less_likely(
 ) -> None:
     """The base model's greedy answer to "How do I boil an egg?" says "Boil an egg:" over and
     over. Six steps on an unrelated served answer with the term on lower the log-prob of the
-    loop's repeating tokens and shorten the loop; the steps report the term."""
+    loop's repeating tokens and shorten the loop; the steps report the term. A single sample's
+    reward centres to 0 and the KL penalty is off, so the term is the only gradient here."""
     model, tok = torchmodel.load(smollm2_gguf, torch_cache)
     render = ChatTemplate.from_gguf(smollm2_gguf).render
 
