@@ -189,18 +189,20 @@ class LoopGuard:
         }
 
 
-def main() -> None:
+def script_model(module: str) -> tuple[Any, Any, list[list[int]], list[int]]:
+    """For a module run alone with ``MODEL.gguf [PEFT_DIR]``: the model in eval mode (with the
+    adapter, when given), its tokenizer, the gate's general prompts as token ids and the
+    end-of-turn ids; exits with a usage line on other arguments."""
     import sys
     from pathlib import Path
 
-    from adapters.gate import ABILITY_TOKENS, general_prompts
-    from adapters.loops import degeneration
+    from adapters.gate import general_prompts
     from clawd.chattemplate import ChatTemplate
     from clawd.config import clawd_home
     from clawd.training import torchmodel
 
     if len(sys.argv) not in (2, 3):
-        sys.exit("usage: python -m clawd.training.loopguard MODEL.gguf [PEFT_DIR]")
+        sys.exit(f"usage: python -m {module} MODEL.gguf [PEFT_DIR]")
     gguf = Path(sys.argv[1])
     model, tok = torchmodel.load(gguf, clawd_home())
     if len(sys.argv) == 3:
@@ -210,7 +212,14 @@ def main() -> None:
     model.eval()
     render = ChatTemplate.from_gguf(gguf).render
     prompts = general_prompts(lambda s: tok(s, add_special_tokens=False)["input_ids"], render)
-    eos = torchmodel.end_tokens(tok)
+    return model, tok, prompts, torchmodel.end_tokens(tok)
+
+
+def main() -> None:
+    from adapters.gate import ABILITY_TOKENS
+    from adapters.loops import degeneration
+
+    model, tok, prompts, eos = script_model("clawd.training.loopguard")
     answers, _ = greedy_answers(model, prompts, ABILITY_TOKENS, eos)
     bad = set(degeneration(answers, lambda t: t in eos)["at"])
     for k, a in enumerate(answers):

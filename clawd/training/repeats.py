@@ -90,25 +90,11 @@ def collate_repeats(chunk: list[Repeat], device: Any) -> dict[str, torch.Tensor]
 
 
 def main() -> None:
-    import sys
-    from pathlib import Path
+    from adapters.gate import ABILITY_TOKENS
+    from clawd.training.loopguard import script_model
 
-    from adapters.gate import ABILITY_TOKENS, general_prompts
-    from clawd.chattemplate import ChatTemplate
-    from clawd.config import clawd_home
-    from clawd.training import torchmodel
-
-    if len(sys.argv) not in (2, 3):
-        sys.exit("usage: python -m clawd.training.repeats MODEL.gguf [PEFT_DIR]")
-    gguf = Path(sys.argv[1])
-    model, tok = torchmodel.load(gguf, clawd_home())
-    if len(sys.argv) == 3:
-        from peft import PeftModel
-
-        model = PeftModel.from_pretrained(model, sys.argv[2])
-    render = ChatTemplate.from_gguf(gguf).render
-    prompts = general_prompts(lambda s: tok(s, add_special_tokens=False)["input_ids"], render)
-    found, written = own_repeats(model, prompts, ABILITY_TOKENS, torchmodel.end_tokens(tok))
+    model, tok, prompts, eos = script_model("clawd.training.repeats")
+    found, written = own_repeats(model, prompts, ABILITY_TOKENS, eos)
     for r in found:
         pairs = zip(r.answer_ids, r.marked, strict=True)
         pieces = [f"[{tok.decode([t])}]" if m else tok.decode([t]) for t, m in pairs]
