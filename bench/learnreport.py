@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import threading
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -181,16 +182,24 @@ def restated(tokens: list[int], n: int = RESTATED_N, times: int = RESTATED_TIMES
     return sum(inside) / max(len(tokens), 1)
 
 
+# llama-cpp-python's quiet mode (verbose=False) points the process's file descriptors 1 and 2
+# at /dev/null while it loads a model and then restores what it saved. Two threads loading at
+# once (the learning bench with --jobs 2) can save each other's /dev/null and restore it for
+# good: the bench's progress and final report then vanished from its log. One load at a time.
+_LOAD = threading.Lock()
+
+
 def tokenize(texts: list[str], model: Path) -> list[list[int]]:
     """``texts`` as ``model``'s llama.cpp tokens (no special tokens parsed), with one
-    vocabulary load for all of them."""
+    vocabulary load for all of them (one thread at a time: ``_LOAD``)."""
     from llama_cpp import Llama
 
-    vocab = Llama(str(model), vocab_only=True, verbose=False)  # closed here, not at exit
-    try:
-        return [vocab.tokenize(t.encode(), add_bos=False, special=False) for t in texts]
-    finally:
-        vocab.close()
+    with _LOAD:
+        vocab = Llama(str(model), vocab_only=True, verbose=False)  # closed here, not at exit
+        try:
+            return [vocab.tokenize(t.encode(), add_bos=False, special=False) for t in texts]
+        finally:
+            vocab.close()
 
 
 def looping(texts: list[str], model: Path) -> list[int]:

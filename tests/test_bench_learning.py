@@ -6,6 +6,8 @@ Quality thresholds belong to the benchmark (docs/benchmarks.md), not here.
 from __future__ import annotations
 
 import json
+import os
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -134,3 +136,17 @@ def test_a_phrase_said_over_and_over_loops_though_the_gates_rule_passes_it(
     assert restated([]) == 0.0 and restated(list(range(20))) == 0.0
     assert restated([1, 2, 3, 4, 5, 6] * 3) == 1.0 and restated([1, 2, 3, 4, 5, 6] * 2) == 0.0
     assert restated([9, 1, 2, 3, 4, 5, 6, 8, 1, 2, 3, 4, 5, 6, 7, 1, 2, 3, 4, 5, 6]) == 18 / 21
+
+
+def test_loading_vocabularies_from_two_threads_leaves_stdout_where_it_was(
+    smollm2_gguf: Path,
+) -> None:
+    """llama-cpp-python's quiet load points fds 1 and 2 at /dev/null and restores what it saved;
+    two threads loading at once could leave them there for good, and the learning bench's
+    report (--jobs 2) vanished from its log. ``tokenize`` loads one vocabulary at a time."""
+    before = [(os.fstat(fd).st_dev, os.fstat(fd).st_ino) for fd in (1, 2)]
+    for _ in range(10):
+        with ThreadPoolExecutor(4) as pool:
+            got = list(pool.map(lambda t: learnreport.tokenize([t], smollm2_gguf), ["a b"] * 8))
+        assert all(g == got[0] for g in got) and got[0][0]
+        assert [(os.fstat(fd).st_dev, os.fstat(fd).st_ino) for fd in (1, 2)] == before
