@@ -239,6 +239,13 @@ class Settings(BaseSettings):
         "model's greedy answers to the promotion gate's prompts before the update, are pushed "
         "down (unlikelihood training); 0 switches it off.",
     )
+    train_unlikelihood_general: bool = Field(
+        True,
+        description="With train_unlikelihood, also train away from the loops of the model's "
+        "greedy answers to the promotion gate's 32 general prompts (off: only to your own "
+        "recent prompts, so that the prompts the gate checks drift and general ability on "
+        "stay out of training).",
+    )
     train_threads: int = Field(
         0, ge=0, le=1024, description="CPU threads for training; 0 lets torch decide."
     )

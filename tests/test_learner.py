@@ -246,6 +246,19 @@ def test_unlikelihood_in_a_training_run(tiny_qwen3_gguf: Path, home: Path) -> No
     assert found and all(a["repeated"] >= 1 and a["answer"] for a in found)
     assert report["steps"] and all(s["unlikelihood"] > 0 for s in report["steps"])
     assert "repeats" in report["seconds"]
+    # The gate's general prompts (4 in these tests) and the user's 2 distinct questions.
+    assert report["repeats_asked"] == cfg.gate_prompts + 2
     daemon = settings_for(tiny_qwen3_gguf).model_copy(update={"train_unlikelihood": 0.0})
     assert train.TrainConfig.from_settings(daemon).unlikelihood == 0.0
     assert train.TrainConfig.from_settings(settings_for(tiny_qwen3_gguf)).unlikelihood == 1.0
+    # Without the general prompts only the user's own are asked: the gate's stay untrained.
+    daemon = settings_for(tiny_qwen3_gguf).model_copy(update={"train_unlikelihood_general": False})
+    cfg = train.TrainConfig.from_settings(daemon)
+    assert not cfg.unlikelihood_general
+    with Store.open(home) as store:  # the first run used the samples up
+        for q in ("Name a colour.", "Name a fruit."):
+            add_sample(store, tiny_qwen3_gguf, hint=None, reward=1, kind="rl", question=q)
+    cfg = small(epochs=1, unlikelihood=1.0, unlikelihood_general=False)
+    summary = train.run(home, daemon, cfg=cfg)
+    report = json.loads((Path(summary["path"]) / "report.json").read_text())
+    assert report["repeats_asked"] == 2

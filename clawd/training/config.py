@@ -136,6 +136,10 @@ class TrainConfig:
     # river's 0.80 has no looping answer (4 of 10 without) (docs/benchmarks.md,
     # "Unlikelihood on repeated phrases").
     unlikelihood: float = 1.0
+    # Where the starting weights' greedy answers come from: the gate's 32 general prompts and
+    # the user's own (True), or the user's own only (False), which leaves the prompts the gate
+    # measures drift and general ability on out of training.
+    unlikelihood_general: bool = True
 
     def __post_init__(self) -> None:
         checks = {
@@ -211,6 +215,7 @@ class TrainConfig:
             gate_loop_samples=s.gate_loop_samples,
             loop_guard=s.train_loop_guard,
             unlikelihood=s.train_unlikelihood,
+            unlikelihood_general=s.train_unlikelihood_general,
         )
 
 
