@@ -240,7 +240,7 @@ class Settings(BaseSettings):
         "down (unlikelihood training); 0 switches it off.",
     )
     train_unlikelihood_general: bool = Field(
-        True,
+        False,
         description="With train_unlikelihood, also train away from the loops of the model's "
         "greedy answers to the promotion gate's 32 general prompts (off: only to your own "
         "recent prompts, so that the prompts the gate checks drift and general ability on "

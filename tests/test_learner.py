@@ -235,11 +235,12 @@ def test_a_conversion_another_trainer_finished_first_is_used(
 def test_unlikelihood_in_a_training_run(tiny_qwen3_gguf: Path, home: Path) -> None:
     """With the term on, a run writes the starting weights' greedy answers to the gate's
     prompts, keeps those that repeat a 4-token phrase (random weights repeat a lot), and every
-    step pays for them; the daemon's setting (on by default) reaches the run's configuration."""
+    step pays for them; the daemon's settings (on by default, the user's own prompts only)
+    reach the run's configuration."""
     with Store.open(home) as store:
         for q in ("Name a colour.", "Name a fruit."):
             add_sample(store, tiny_qwen3_gguf, hint=None, reward=1, kind="rl", question=q)
-    cfg = small(epochs=2, unlikelihood=1.0)
+    cfg = small(epochs=2, unlikelihood=1.0, unlikelihood_general=True)
     summary = train.run(home, settings_for(tiny_qwen3_gguf), cfg=cfg)
     report = json.loads((Path(summary["path"]) / "report.json").read_text())
     found = report["repeating_answers"]
@@ -251,14 +252,14 @@ def test_unlikelihood_in_a_training_run(tiny_qwen3_gguf: Path, home: Path) -> No
     daemon = settings_for(tiny_qwen3_gguf).model_copy(update={"train_unlikelihood": 0.0})
     assert train.TrainConfig.from_settings(daemon).unlikelihood == 0.0
     assert train.TrainConfig.from_settings(settings_for(tiny_qwen3_gguf)).unlikelihood == 1.0
-    # Without the general prompts only the user's own are asked: the gate's stay untrained.
-    daemon = settings_for(tiny_qwen3_gguf).model_copy(update={"train_unlikelihood_general": False})
-    cfg = train.TrainConfig.from_settings(daemon)
-    assert not cfg.unlikelihood_general
+    # By default only the user's own prompts are asked: the gate's general ones stay untrained.
+    daemon = settings_for(tiny_qwen3_gguf)
+    assert not train.TrainConfig.from_settings(daemon).unlikelihood_general
+    assert not train.TrainConfig().unlikelihood_general
     with Store.open(home) as store:  # the first run used the samples up
         for q in ("Name a colour.", "Name a fruit."):
             add_sample(store, tiny_qwen3_gguf, hint=None, reward=1, kind="rl", question=q)
-    cfg = small(epochs=1, unlikelihood=1.0, unlikelihood_general=False)
+    cfg = small(epochs=1, unlikelihood=1.0)
     summary = train.run(home, daemon, cfg=cfg)
     report = json.loads((Path(summary["path"]) / "report.json").read_text())
     assert report["repeats_asked"] == 2
