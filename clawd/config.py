@@ -236,8 +236,8 @@ class Settings(BaseSettings):
         le=100,
         description="Weight of a term that trains the model away from repeating itself: the "
         "tokens that repeat a phrase of their own answer, in the training answers and in the "
-        "model's greedy answers to the promotion gate's prompts before the update, are pushed "
-        "down (unlikelihood training); 0 switches it off.",
+        "model's greedy answers to your recent prompts before the update, are pushed down "
+        "(unlikelihood training); 0 switches it off.",
     )
     train_unlikelihood_general: bool = Field(
         False,

@@ -6,8 +6,9 @@ stricter loop rule, refuses every update, and cannot fix them (docs/benchmarks.m
 said over and over"). With ``train_unlikelihood`` the update also pushes such tokens down
 (``losses.unlikelihood_loss``): the tokens of its training answers that repeat an earlier
 n-gram of the same answer, and those of the greedy answers that the weights it starts from
-write to the gate's prompts (the general ones and the user's own), where the gate looks for
-loops. An update that starts from a lineage sliding into a loop thus pays for it, instead of
+write to the user's own prompts, where the gate also looks for loops (with
+``train_unlikelihood_general`` to its general prompts too, which it measures drift on). An
+update that starts from a lineage sliding into a loop thus pays for it, instead of
 the loop being served or the update being refused.
 
 Run alone to print a model's (or an adapter's) greedy answers to the gate's general prompts
