@@ -131,11 +131,10 @@ class TrainConfig:
     loop_guard: bool = False
     # Unlikelihood on repeats (clawd.training.repeats): weight of a term that pushes down the
     # tokens repeating an earlier 4-gram of their own answer, in the training answers and in
-    # the starting weights' greedy answers to the user's prompts (unlikelihood_general: and
-    # to the gate's general ones). 0 = off. At 1 the claim
-    # config reached brief 0.90 and calm 1.00 (0.80 and 0.90 without), and the held-out user
-    # river's 0.80 has no looping answer (4 of 10 without) (docs/benchmarks.md,
-    # "Unlikelihood on repeated phrases").
+    # the starting weights' greedy answers to the user's prompts (unlikelihood_general: and to
+    # the gate's general ones). 0 = off. At 1 the claim config reached brief 0.90 and calm 1.00
+    # (0.80 and 0.90 without), and the held-out user river's 0.80 has no looping answer (4 of
+    # 10 without) (docs/benchmarks.md, "Unlikelihood on repeated phrases").
     unlikelihood: float = 1.0
     # Where the starting weights' greedy answers come from: the gate's 32 general prompts and
     # the user's own (True), or the user's own only (False), which leaves the prompts the gate
