@@ -140,9 +140,9 @@ def update(
         lap("guard")
     found: list[repeats.Repeat] = []
     asked = (general if cfg.unlikelihood_general else []) + own
-    written = 0
-    if cfg.unlikelihood > 0 and asked:  # the starting weights' own loops on the user's prompts
-        found, written = repeats.own_repeats(model, asked, ABILITY_TOKENS, eos)
+    repeats_written = 0
+    if cfg.unlikelihood > 0 and asked:  # the starting weights' own loops on the prompts asked
+        found, repeats_written = repeats.own_repeats(model, asked, ABILITY_TOKENS, eos)
         lap("repeats")
     total = cfg.epochs * math.ceil(len(examples) / cfg.batch_size)
     retakes = cfg.target_kl > 0 or guard is not None
@@ -213,7 +213,7 @@ def update(
         "repeating_answers": [
             {"answer": tok.decode(r.answer_ids), "repeated": sum(r.marked)} for r in found
         ],
-        "repeats_asked": written,  # greedy answers written
+        "repeats_asked": repeats_written,  # greedy answers written
         "skipped": skipped,
         "config": asdict(cfg),
         "steps": steps,
