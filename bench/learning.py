@@ -142,7 +142,12 @@ class Loop:
         if before["learnable_samples"] == 0:  # none, or none the method can learn from
             return {"status": "no samples"}
         last = before["runs"][0]["id"] if before["runs"] else 0
-        self.http.post("/v1/train").raise_for_status()
+        started = self.http.post("/v1/train")
+        if started.status_code == 409:  # e.g. every reply scored the same and none has a hint
+            error = started.json()["error"]
+            if error.get("code") == "nothing_to_train":
+                return {"status": "nothing to learn", "reason": error["message"]}
+        started.raise_for_status()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             t = self.http.get("/v1/train").json()

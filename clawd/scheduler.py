@@ -34,6 +34,7 @@ from clawd.serving.engine import Engine
 from clawd.signals.job import SignalJob
 from clawd.signals.rules import LEARNABLE_KINDS
 from clawd.signals.scorer import make_scorer
+from clawd.signals.waiting import why_no_run
 from clawd.store.db import Store
 from clawd.training.config import openmp_env
 
@@ -154,7 +155,9 @@ class Jobs:
         if self._store is None:
             self._store = Store.open(self.home)
         _, learnable = self._store.waiting_samples(LEARNABLE_KINDS[s.train_method])
-        if learnable >= s.train_min_samples:
+        if learnable >= s.train_min_samples and not why_no_run(
+            self._store, s.train_method, s.train_replay
+        ):  # a run the trainer would refuse is not started every minute
             self._scheduled("idle")
 
     def _scheduled(self, trigger: str) -> None:

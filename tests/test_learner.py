@@ -237,9 +237,9 @@ def test_unlikelihood_in_a_training_run(tiny_qwen3_gguf: Path, home: Path) -> No
     prompts, keeps those that repeat a 4-token phrase (random weights repeat a lot), and every
     step pays for them; the daemon's settings (on by default, the user's own prompts only)
     reach the run's configuration."""
-    with Store.open(home) as store:
-        for q in ("Name a colour.", "Name a fruit."):
-            add_sample(store, tiny_qwen3_gguf, hint=None, reward=1, kind="rl", question=q)
+    with Store.open(home) as store:  # thanked and corrected: something to tell apart
+        for q, r in (("Name a colour.", 1), ("Name a fruit.", -1)):
+            add_sample(store, tiny_qwen3_gguf, hint=None, reward=r, kind="rl", question=q)
     cfg = small(epochs=2, unlikelihood=1.0, unlikelihood_general=True)
     summary = train.run(home, settings_for(tiny_qwen3_gguf), cfg=cfg)
     report = json.loads((Path(summary["path"]) / "report.json").read_text())
@@ -257,8 +257,8 @@ def test_unlikelihood_in_a_training_run(tiny_qwen3_gguf: Path, home: Path) -> No
     assert not train.TrainConfig.from_settings(daemon).unlikelihood_general
     assert not train.TrainConfig().unlikelihood_general
     with Store.open(home) as store:  # the first run used the samples up
-        for q in ("Name a colour.", "Name a fruit."):
-            add_sample(store, tiny_qwen3_gguf, hint=None, reward=1, kind="rl", question=q)
+        for q, r in (("Name a colour.", 1), ("Name a fruit.", -1)):
+            add_sample(store, tiny_qwen3_gguf, hint=None, reward=r, kind="rl", question=q)
     cfg = small(epochs=1, unlikelihood=1.0)
     summary = train.run(home, daemon, cfg=cfg)
     report = json.loads((Path(summary["path"]) / "report.json").read_text())

@@ -1,12 +1,15 @@
-"""The daemon's jobs (clawd.scheduler): a scheduled start that cannot start the trainer."""
+"""The daemon's jobs (clawd.scheduler): a scheduled start that cannot start the trainer, and
+the idle trigger that starts none the trainer would refuse."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 from typing import cast
 
 import pytest
 
+from bench.samples import add_sample
 from clawd.config import Settings
 from clawd.scheduler import Jobs, TrainerNotStarted
 from clawd.serving.engine import Engine
@@ -26,3 +29,28 @@ def test_a_scheduled_start_that_fails_is_one_event_and_tries_again(home: Path) -
         said = [e["message"] for e in store.events(kind="train")]
     assert len(said) == 1 and said[0].startswith("could not start the trainer (idle)")
     assert "File exists" in said[0] and jobs.trainer is None
+
+
+def test_the_idle_trigger_starts_no_run_the_trainer_would_refuse(
+    home: Path, tiny_qwen3_gguf: Path
+) -> None:
+    """Complaints alone, no hint: not a run every idle minute; a thanked answer: a start."""
+    home.mkdir(parents=True)
+    (home / "logs").write_text("a file where the log folder should be")  # a start: an event
+    settings = Settings(train_method="rl", train_min_samples=2)
+    idle = cast(Engine, SimpleNamespace(last_request_at=0.0))  # no request for ages
+    jobs = Jobs(home, settings, idle, "m", home / "m.gguf", home / "m.gguf", "0")
+    with Store.open(home) as store:
+        for q in ("Name a colour.", "Name a fruit."):
+            add_sample(store, tiny_qwen3_gguf, hint=None, reward=-1, kind="rl", question=q)
+    try:
+        jobs._train_if_idle()
+        with Store.open(home) as store:
+            assert store.events(kind="train") == []  # not tried
+            add_sample(store, tiny_qwen3_gguf, hint=None, reward=1, kind="rl")
+        jobs._train_if_idle()
+        with Store.open(home) as store:
+            [said] = [e["message"] for e in store.events(kind="train")]
+        assert said.startswith("could not start the trainer (idle)")
+    finally:
+        jobs.stop()

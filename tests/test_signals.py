@@ -11,6 +11,7 @@ from clawd.signals.rules import (
     judge_messages,
     majority,
     nothing_to_learn,
+    nothing_to_tell_apart,
     parse_boxed,
     parse_hint,
     request_of,
@@ -100,6 +101,23 @@ def test_nothing_to_learn_says_why() -> None:
     assert set(LEARNABLE_KINDS["opd"]) | set(LEARNABLE_KINDS["rl"]) == set(
         LEARNABLE_KINDS["combined"]
     )
+
+
+def test_nothing_to_tell_apart_says_why() -> None:
+    def row(reward: float, hint: str | None = None) -> dict:
+        return {"kind": ("opd+rl" if hint else "rl"), "reward": reward, "hint": hint}
+
+    complaints = [row(-1), row(-1), row(-1)]
+    why = str(nothing_to_tell_apart(complaints, "rl"))
+    assert "all 3 samples a run would take scored -1" in why and "thumbs-up" in why
+    why = str(nothing_to_tell_apart(complaints, "combined"))
+    assert "scored -1 and none has a hint" in why and "says what to change" in why
+    assert "scored +1" in str(nothing_to_tell_apart([row(1)], "hindsight"))
+    assert nothing_to_tell_apart([*complaints, row(1)], "rl") is None  # a thanked one differs
+    hinted = [*complaints, row(-1, "Be brief.")]
+    assert nothing_to_tell_apart(hinted, "combined") is None  # the OPD term learns the hint
+    assert nothing_to_tell_apart(hinted, "rl") is not None  # rl uses no hint
+    assert nothing_to_tell_apart([], "rl") is None  # nothing waits: nothing_to_learn says so
 
 
 def test_judge_extractor() -> None:

@@ -15,6 +15,7 @@ from clawd.chattemplate import ChatTemplate
 from clawd.cli.main import app
 from clawd.config import Settings
 from clawd.signals.rules import LEARNABLE_KINDS
+from clawd.signals.waiting import why_no_run
 from clawd.store.db import Store
 from clawd.training import ppo
 from clawd.training import run as train
@@ -264,6 +265,39 @@ def test_a_method_trains_only_on_samples_it_can_learn_from(
     with Store.open(home) as store:  # the scored sample waits for a method that can use it
         assert store.db["samples"].get(scored)["status"] == "approved"
         assert store.waiting_samples(LEARNABLE_KINDS["combined"]) == (1, 1)
+
+
+def test_replies_that_all_scored_the_same_teach_nothing_and_start_no_run(
+    tiny_qwen3_gguf: Path, home: Path
+) -> None:
+    """Every answer a complaint and no hint: the centred reward is 0 on every token, so a run
+    would spend drift budget on its penalty and unlikelihood alone. It is refused, with why, and
+    the samples wait; a thanked answer, new or replayed, sets them apart."""
+    settings = settings_for(tiny_qwen3_gguf)
+    with Store.open(home) as store:
+        ids = [
+            add_sample(store, tiny_qwen3_gguf, hint=None, reward=-1, kind="rl", question=q)
+            for q in ("Name a colour.", "Name a fruit.")
+        ]
+        assert "scored -1" in str(why_no_run(store, "rl", 16))
+        assert "none has a hint" in str(why_no_run(store, "combined", 16))
+    for cfg in (small(w_opd=0.0), small()):  # rl, combined
+        with pytest.raises(train.NothingToTrain, match="all 2 samples a run would take scored -1"):
+            train.run(home, settings, cfg=cfg)
+    with Store.open(home) as store:
+        assert store.db["training_runs"].count == 0
+        assert {store.db["samples"].get(i)["status"] for i in ids} == {"approved"}
+        thanked = add_sample(store, tiny_qwen3_gguf, hint=None, reward=1, kind="rl")
+        assert why_no_run(store, "rl", 16) is None
+    summary = train.run(home, settings, cfg=small(w_opd=0.0, epochs=1))
+    manifest = json.loads((Path(summary["path"]) / "manifest.json").read_text())
+    assert sorted(manifest["samples"]) == sorted([*ids, thanked])
+    with Store.open(home) as store:  # new complaints, set apart by the replayed thanks
+        add_sample(store, tiny_qwen3_gguf, hint=None, reward=-1, kind="rl", question="A tree?")
+        new, replay = store.run_samples(LEARNABLE_KINDS["rl"], 16)
+        assert len(new) == 1 and [r["id"] for r in replay] == [thanked]  # newest, one per new
+        assert why_no_run(store, "rl", 16) is None
+        assert "scored -1" in str(why_no_run(store, "rl", 0))  # no replay: all complaints
 
 
 def test_the_method_setting_chooses_the_advantage_terms() -> None:

@@ -38,7 +38,7 @@ from clawd.serving.errors import BodyLimit, install_errors
 from clawd.serving.protocol import ApiError, ConversationUpdate, FeedbackRequest
 from clawd.signals import review
 from clawd.signals.job import feedback_signal, status_dict
-from clawd.signals.rules import LEARNABLE_KINDS, nothing_to_learn
+from clawd.signals.waiting import why_no_run
 from clawd.store import record
 from clawd.store.db import Store
 
@@ -285,7 +285,7 @@ def create_app(daemon: Daemon) -> FastAPI:
         job = d.jobs.signal_job
         if job is not None:  # "reply, then train now" trains on that reply
             await run_in_threadpool(job.run_once, 1000, True)
-        why = nothing_to_learn(*d.store.waiting_samples(LEARNABLE_KINDS[method]), method)
+        why = why_no_run(d.store, method, d.settings.train_replay)
         if why:
             raise ApiError(409, why, "invalid_request_error", "nothing_to_train")
         try:

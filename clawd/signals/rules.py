@@ -188,6 +188,29 @@ def nothing_to_learn(approved: int, learnable: int, method: str) -> str | None:
     return None
 
 
+def nothing_to_tell_apart(taken: list[dict[str, Any]], method: str) -> str | None:
+    """Why the samples a run of ``method`` would take (new and replayed rows with ``kind``,
+    ``reward`` and ``hint``) teach it nothing though each is learnable (None if they would).
+
+    The reward term is centred on the run's mean reward (``losses.centred_rewards``): when every
+    rewarded sample scored the same it is 0 on every token, and with no hint for the OPD term
+    (``rl`` uses none) a run would only spend drift budget on its penalty and unlikelihood.
+    """
+    if not taken or (method != "rl" and any(r["hint"] for r in taken)):
+        return None
+    rewards = {float(r["reward"] or 0.0) for r in taken if "rl" in r["kind"].split("+")}
+    if len(rewards) > 1:
+        return None
+    score = f"{next(iter(rewards)):+.0f}" if rewards else "0"
+    more = "a thumbs-up or -down" if method == "rl" else "a reply that says what to change"
+    return (
+        f"nothing to learn yet: all {len(taken)} samples a run would take scored {score}"
+        + ("" if method == "rl" else " and none has a hint")
+        + "; the reward term learns only from how answers score against each other, so the run"
+        f" would change nothing. They wait for an answer scored otherwise, or {more}"
+    )
+
+
 @dataclass(frozen=True)
 class Decision:
     score: int

@@ -29,6 +29,8 @@ import sqlite_utils
 from clawd.config import clawd_home
 from clawd.store.migrations import applied, migrate
 
+RUN_SAMPLES = 256  # the most waiting samples one training run takes
+
 
 class StoreError(Exception):
     """The database cannot be opened or a record is missing."""
@@ -132,6 +134,28 @@ class Store:
             list(kinds),
         ).fetchone()
         return int(approved), int(of_kinds)
+
+    def run_samples(
+        self, kinds: tuple[str, ...], replay: int, limit: int = RUN_SAMPLES
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """What a training run takes now: the waiting samples of ``kinds`` (approved, oldest
+        first, at most ``limit``) and its replay, the newest earlier trained ones (``used``), at
+        most ``replay`` and at most as many as the new ones (what a lineage learned last is the
+        likeliest to be overwritten by its next update). Rows carry the turn's prompt too."""
+
+        def rows(where: str, order: str, n: int) -> list[dict[str, Any]]:
+            return list(
+                self.db.query(
+                    "SELECT x.*, t.prompt_messages, t.params, t.model_sha256 FROM samples x "
+                    f"JOIN turns t ON t.id = x.turn_id WHERE x.status = '{where}' AND t.learn = 1"
+                    f" AND x.kind IN ({', '.join('?' * len(kinds))}) ORDER BY x.id {order} LIMIT ?",
+                    [*kinds, n],
+                )
+            )
+
+        new = rows("approved", "ASC", limit)
+        n_replay = min(replay, len(new))
+        return new, rows("used", "DESC", n_replay) if n_replay > 0 else []
 
     def counts(self) -> dict[str, int]:
         """Row counts of the main tables (for `clawd status`-like summaries)."""

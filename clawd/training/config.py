@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
 from clawd.config import Settings, load_settings
+from clawd.store.db import RUN_SAMPLES
 
 # libgomp (torch's OpenMP on Linux) lets a thread spin at each barrier before it sleeps. Beside
 # other busy processes a spinning thread holds a core that the thread it waits for needs. With
@@ -47,7 +48,7 @@ class TrainConfig:
     lr: float = 1e-4
     epochs: int = 6
     batch_size: int = 4
-    max_samples: int = 256
+    max_samples: int = RUN_SAMPLES  # waiting samples one run takes, the oldest first
     eps_low: float = 0.2
     eps_high: float = 0.28
     kl_coef: float = 0.05  # initial coefficient of the KL-to-base penalty, adapted per step

@@ -48,7 +48,7 @@ import torch
 from adapters import registry
 from clawd.config import Settings, clawd_home, load_settings, private_state
 from clawd.models import resolve, sha256_file
-from clawd.signals.rules import LEARNABLE_KINDS, nothing_to_learn
+from clawd.signals.rules import LEARNABLE_KINDS, nothing_to_learn, nothing_to_tell_apart
 from clawd.store.db import Store
 from clawd.training import ppo
 from clawd.training.config import TrainConfig
@@ -59,7 +59,8 @@ Progress = Callable[[int, int, dict[str, float]], None]
 
 
 class NothingToTrain(TrainingError):
-    """No approved sample waits: not a failure, nothing is recorded."""
+    """Nothing a run could learn from waits (``clawd.signals.waiting``): not a failure, nothing
+    is recorded and every sample keeps waiting."""
 
 
 @contextlib.contextmanager
@@ -92,10 +93,10 @@ def run(
         _clean_up_after_crashes(store, home)
         kinds = LEARNABLE_KINDS[cfg.method]  # a sample of another kind would teach nothing
         why = nothing_to_learn(*store.waiting_samples(kinds), cfg.method)
+        samples, replay = store.run_samples(kinds, cfg.replay, cfg.max_samples)
+        why = why or nothing_to_tell_apart(samples + replay, cfg.method)
         if why:
             raise NothingToTrain(why)
-        samples = _select(store, kinds, "x.status = 'approved'", cfg.max_samples)
-        replay = _replay(store, kinds, len(samples), cfg)
         run_id = (
             store.db["training_runs"]
             .insert(
@@ -141,30 +142,6 @@ def run(
             raise TrainingError(reason) from exc
         registry.retain(store, settings.adapters_keep)
         return summary
-
-
-def _select(store: Store, kinds: tuple[str, ...], where: str, limit: int) -> list[dict[str, Any]]:
-    return list(
-        store.db.query(
-            "SELECT x.*, t.prompt_messages, t.params, t.model_sha256 FROM samples x JOIN turns t "
-            f"ON t.id = x.turn_id WHERE {where} AND t.learn = 1 "
-            f"AND x.kind IN ({', '.join('?' * len(kinds))}) ORDER BY x.id LIMIT ?",
-            [*kinds, limit],
-        )
-    )
-
-
-def _replay(
-    store: Store, kinds: tuple[str, ...], n_new: int, cfg: TrainConfig
-) -> list[dict[str, Any]]:
-    """Earlier trained samples to train on again: at most ``cfg.replay`` and at most as many
-    as the new ones, the newest first (what the lineage learned last is the likeliest to be
-    overwritten by the next update)."""
-    limit = min(cfg.replay, n_new)
-    if limit <= 0:
-        return []
-    rows = _select(store, kinds, "x.status = 'used'", 1_000_000)
-    return sorted(rows, key=lambda r: r["id"], reverse=True)[:limit]
 
 
 def _clean_up_after_crashes(store: Store, home: Path) -> None:

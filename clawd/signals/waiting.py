@@ -1,0 +1,38 @@
+"""What waits to be learned: whether a training run now would learn anything, and why not.
+
+The one check that the trainer (``clawd.training.run``), ``POST /v1/train`` and the daemon's
+idle trigger share, so that none of them starts a run the others would refuse: no approved
+sample, none that the training method can use (``rules.nothing_to_learn``), or samples that
+all scored the same with no hint to learn from (``rules.nothing_to_tell_apart``).
+
+Run alone to ask it of ``CLAWD_HOME`` with its settings::
+
+    python -m clawd.signals.waiting
+"""
+
+from __future__ import annotations
+
+from clawd.config import clawd_home, load_settings
+from clawd.signals.rules import LEARNABLE_KINDS, nothing_to_learn, nothing_to_tell_apart
+from clawd.store.db import Store
+
+
+def why_no_run(store: Store, method: str, replay: int) -> str | None:
+    """Why a training run of ``method`` (with up to ``replay`` replayed samples) would learn
+    nothing from what waits in ``store`` now; None if it would learn something."""
+    kinds = LEARNABLE_KINDS[method]
+    why = nothing_to_learn(*store.waiting_samples(kinds), method)
+    if why:
+        return why
+    new, old = store.run_samples(kinds, replay)
+    return nothing_to_tell_apart(new + old, method)
+
+
+if __name__ == "__main__":
+    home = clawd_home()
+    settings = load_settings(home)
+    with Store.open(home) as store:
+        method = settings.train_method
+        approved, learnable = store.waiting_samples(LEARNABLE_KINDS[method])
+        print(f"{home}: {approved} approved samples, {learnable} of them for '{method}'")
+        print(why_no_run(store, method, settings.train_replay) or "a run now would learn")
