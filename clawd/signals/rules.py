@@ -202,12 +202,16 @@ def nothing_to_tell_apart(taken: list[dict[str, Any]], method: str) -> str | Non
     if len(rewards) > 1:
         return None
     score = f"{next(iter(rewards)):+.0f}" if rewards else "0"
-    more = "a thumbs-up or -down" if method == "rl" else "a reply that says what to change"
+    if method != "rl":
+        more = " and none has a hint", ", or for a reply that says what to change"
+    elif any(r["hint"] for r in taken):
+        more = "", " (train_method = combined would learn from their hints now)"
+    else:
+        more = "", ""
     return (
         f"nothing to learn yet: all {len(taken)} samples a run would take scored {score}"
-        + ("" if method == "rl" else " and none has a hint")
-        + "; the reward term learns only from how answers score against each other, so the run"
-        f" would change nothing. They wait for an answer scored otherwise, or {more}"
+        f"{more[0]}; the reward term learns only from how answers score against each other, so"
+        f" the run would change nothing. They wait for an answer that scores otherwise{more[1]}"
     )
 
 
