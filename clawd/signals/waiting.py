@@ -12,20 +12,31 @@ Run alone to ask it of ``CLAWD_HOME`` with its settings::
 
 from __future__ import annotations
 
+from typing import Any
+
 from clawd.config import clawd_home, load_settings
 from clawd.signals.rules import LEARNABLE_KINDS, nothing_to_learn, nothing_to_tell_apart
-from clawd.store.db import Store
+from clawd.store.db import RUN_SAMPLES, Store
+
+
+def next_run(
+    store: Store, method: str, replay: int, limit: int = RUN_SAMPLES
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str | None]:
+    """What a training run of ``method`` would take from ``store`` now (``Store.run_samples``:
+    the new samples and up to ``replay`` replayed ones) and why it would learn nothing from
+    them (None if it would learn something; then the trainer trains on exactly these)."""
+    kinds = LEARNABLE_KINDS[method]
+    why = nothing_to_learn(*store.waiting_samples(kinds), method)
+    if why:
+        return [], [], why
+    new, old = store.run_samples(kinds, replay, limit)
+    return new, old, nothing_to_tell_apart(new + old, method)
 
 
 def why_no_run(store: Store, method: str, replay: int) -> str | None:
     """Why a training run of ``method`` (with up to ``replay`` replayed samples) would learn
     nothing from what waits in ``store`` now; None if it would learn something."""
-    kinds = LEARNABLE_KINDS[method]
-    why = nothing_to_learn(*store.waiting_samples(kinds), method)
-    if why:
-        return why
-    new, old = store.run_samples(kinds, replay)
-    return nothing_to_tell_apart(new + old, method)
+    return next_run(store, method, replay)[2]
 
 
 if __name__ == "__main__":

@@ -48,7 +48,7 @@ import torch
 from adapters import registry
 from clawd.config import Settings, clawd_home, load_settings, private_state
 from clawd.models import resolve, sha256_file
-from clawd.signals.rules import LEARNABLE_KINDS, nothing_to_learn, nothing_to_tell_apart
+from clawd.signals.waiting import next_run
 from clawd.store.db import Store
 from clawd.training import ppo
 from clawd.training.config import TrainConfig
@@ -91,10 +91,8 @@ def run(
     model_path = resolve(model_name, home)
     with run_lock(home), Store.open(home) as store:
         _clean_up_after_crashes(store, home)
-        kinds = LEARNABLE_KINDS[cfg.method]  # a sample of another kind would teach nothing
-        why = nothing_to_learn(*store.waiting_samples(kinds), cfg.method)
-        samples, replay = store.run_samples(kinds, cfg.replay, cfg.max_samples)
-        why = why or nothing_to_tell_apart(samples + replay, cfg.method)
+        # only samples the method can learn from, and a refusal when they teach it nothing
+        samples, replay, why = next_run(store, cfg.method, cfg.replay, cfg.max_samples)
         if why:
             raise NothingToTrain(why)
         run_id = (
