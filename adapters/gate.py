@@ -7,19 +7,19 @@ Measured in llama.cpp, the runtime that serves:
   answers (end-of-turn token included) to the first 16 of 32 fixed general prompts. The first
   must stay under ``step_kl`` (one update may move only so far), the second under ``max_kl``
   (the drift budget of the whole lineage, so improvements add up until the budget is spent);
-- **general ability**: the candidate's own greedy answers to the same prompts (up to 64
-  tokens: a loop with a long period, "a solid ball of rock that is made of a solid ball of rock
-  that ...", shows only past 32) must not degenerate where the base model's do not: no answer
-  may turn empty or repetitive (a token run or few distinct trigrams) on a prompt the base
-  model answers well, and the answers must not collapse (many prompts, one answer: few
-  distinct openings). KL alone misses an adapter that says "I'm sorry, I'm sorry..." to
-  everything at a modest KL. The same check runs on the user's own prompts (the training run's
-  samples, newest first): a served adapter looped ("1. 1. 1. ...") on a user's question and
-  on none of the 32;
-- on samples the training run held out (only with at least ``min_heldout`` of them; fewer is
-  reported as skipped, never as passed): the **OPD gap**, mean |teacher_lp - student_lp| of
-  hinted samples, must not grow, and the **reward-weighted log-prob**, mean
-  ``r x mean_t student_lp`` of rewarded samples, must not fall.
+- **general ability**: the candidate's own greedy answers to the same prompts (up to 64 tokens:
+  a loop with a long period, "a solid ball of rock that is made of a solid ball of rock that
+  ...", shows only past 32) must not degenerate more often than the base model's: the
+  candidate's share of empty or repetitive answers (a token run or few distinct trigrams)
+  against the base model's on the same prompts, by a paired sign test, so that a loop that only
+  moves from one prompt to another is not a failure; and the answers must not collapse (many
+  prompts, one answer: few distinct openings). KL alone misses an adapter that says "I'm sorry,
+  I'm sorry..." to everything at a modest KL. The same check runs on the user's own prompts (the
+  training run's samples, newest first): a served adapter looped ("1. 1. 1. ...") on a user's
+  question and on none of the 32; - on samples the training run held out (only with at least
+  ``min_heldout`` of them; fewer is reported as skipped, never as passed): the **OPD gap**, mean
+  |teacher_lp - student_lp| of hinted samples, must not grow, and the **reward-weighted log-
+  prob**, mean ``r x mean_t student_lp`` of rewarded samples, must not fall.
 
 The verdict, every figure and a few of the candidate's answers go into the manifest.
 
@@ -232,7 +232,7 @@ def evaluate(
     *,
     max_kl: float = 0.5,
     step_kl: float = 0.25,
-    new_degenerate: int = 0,
+    ability_alpha: float = loops.ALPHA,
     tolerance: float = 0.02,
     min_heldout: int = 4,
     answer_tokens: int = 32,
@@ -249,6 +249,8 @@ def evaluate(
     Drift is measured along the first ``answer_tokens`` of the base model's greedy answers (the
     budgets were sized on those), degeneration on the first ``ability_tokens`` of each model's,
     on the general ``prompts`` and on ``own_prompts`` (the user's; None or empty: skipped).
+    The ability checks fail on an excess of degenerate answers that chance explains less often
+    than ``ability_alpha`` (``adapters.loops.general_ability``; 0: never on loops).
     With ``loop_samples`` n > 0 a new greedy loop counts only if n sampled answers confirm it
     (``adapters.loops.confirm``); 0: every greedy loop counts."""
     own_prompts = own_prompts or []
@@ -315,12 +317,12 @@ def evaluate(
     checks["drift_under_limit"] = kl <= max_kl
     checks["step_under_limit"] = kl_parent <= step_kl
     checks["general_ability"], new = general_ability(
-        ability["base"], ability["candidate"], new_degenerate, excused["general"]
+        ability["base"], ability["candidate"], ability_alpha, excused["general"]
     )
     ability["new_degenerate"] = [{"prompt": i, "answer": text[i]} for i in new]
     if own_prompts:
         checks["own_prompts_ability"], new = general_ability(
-            own["base"], own["candidate"], new_degenerate, excused["own"]
+            own["base"], own["candidate"], ability_alpha, excused["own"]
         )
         own["new_degenerate"] = [{"prompt": i, "answer": own_text[i]} for i in new]
     else:

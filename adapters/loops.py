@@ -2,7 +2,8 @@
 
 The gate's ability check (``adapters.gate``) reads one greedy answer per prompt:
 ``degeneration`` finds the empty and repetitive answers and counts the distinct openings, and
-``general_ability`` rejects an adapter whose answer loops where the base model's does not.
+``general_ability`` rejects an adapter that degenerates on more prompts than the base model by
+more than chance (a paired sign test), not one whose loop merely sits on another prompt.
 
 The daemon samples (temperature 0.7 unless a client asks for another), and the loops at stake
 are often greedy near-ties: of 9 prompts the gate rejected adapters for, 6 never looped in 8
@@ -21,6 +22,7 @@ on the prompts the gate rejected kept adapters for.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -31,6 +33,9 @@ TEMPERATURE = 0.7
 # How many more of the n sampled answers must degenerate with the candidate than with the base
 # model for a greedy loop to count (8 samples: a quarter of them).
 MARGIN = 2
+# Significance of the general-ability check's sign test: an adapter fails when its excess of
+# degenerate answers over the base model's would arise by chance less than 5% of the time.
+ALPHA = 0.05
 
 
 def _repetitive(content: list[int]) -> bool:
@@ -68,24 +73,40 @@ def new_loops(base: dict[str, Any], candidate: dict[str, Any]) -> list[int]:
     return sorted(set(candidate["at"]) - set(base["at"]))
 
 
+def excess_pvalue(new: int, gone: int) -> float:
+    """One-sided exact sign test (McNemar's, exact) on paired answers: the probability of at
+    least ``new`` of ``new + gone`` discordant prompts going the candidate's bad way if loops
+    only moved between prompts by chance (each discordant prompt a fair coin). 1.0 when the
+    candidate loses no more answers than it repairs."""
+    n = new + gone
+    if new <= gone:
+        return 1.0
+    return sum(math.comb(n, k) for k in range(new, n + 1)) / 2**n
+
+
 def general_ability(
-    base: dict[str, Any], candidate: dict[str, Any], allowed: int = 0, excused: Iterable[int] = ()
+    base: dict[str, Any],
+    candidate: dict[str, Any],
+    alpha: float = ALPHA,
+    excused: Iterable[int] = (),
 ) -> tuple[bool, list[int]]:
     """The general-ability verdict from two ``degeneration`` results on the same prompts, and
     the prompts where the candidate's answer degenerates and the base model's does not.
 
-    At most ``allowed`` answers (the ``gate_new_degenerate`` setting, default 0) may degenerate
-    where the base model's do not (the base model's own loops, such as SmolLM2's "10 kilometres
-    is equal to 1000000...", are no fault of the adapter), and the candidate may have at most 8
-    fewer distinct openings (of 32 prompts, a quarter; a count, so fewer prompts never tighten
-    it). Sized on 56 adapters of the learning benchmark (docs/benchmarks.md, 2026-12-03): every
-    answer that turned degenerate was a loop ("I'm sorry, I'm sorry, ...", "A: A: A: ..."); the
-    margin this replaced (4 more degenerate answers than the base model's) served adapters with
-    up to 4 of them. The ``excused`` prompts do not count (``adapters.loops``: their loop is
-    one greedy path, rarely seen when sampled)."""
+    Decided on rates, not on which prompt a loop sits on: the candidate fails when it
+    degenerates on more prompts than the base model by more than chance explains, the exact
+    sign test on the prompts where the two differ (``excess_pvalue`` below ``alpha``). With 32
+    prompts and none repaired, 5 new loops fail and 4 pass; a loop that moves from one prompt
+    to another (1 new, 1 gone) is noise and passes. Before, any one new loop failed: a 5-step
+    update (KL 0.009) was rejected for moving the base model's own "Boil an egg:\n\nBoil an
+    egg: ..." from one prompt to another (docs/benchmarks.md, "The gate on rates"). The
+    candidate may also have at most 8 fewer distinct openings (of 32 prompts, a quarter; many
+    prompts, one answer: a collapse that is not repetitive). The ``excused`` prompts do not
+    count (``adapters.loops.confirm``: their loop is one greedy path, rarely seen sampled)."""
     new = sorted(set(new_loops(base, candidate)) - set(excused))
+    gone = set(base["at"]) - set(candidate["at"])
     fewer = round((base["distinct"] - candidate["distinct"]) * candidate["answers"])
-    return len(new) <= allowed and fewer <= 8, new
+    return excess_pvalue(len(new), len(gone)) >= alpha and fewer <= 8, new
 
 
 def sampled_loops(

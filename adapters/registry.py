@@ -22,6 +22,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from clawd.store import memories
 from clawd.store.db import Store
 
 STATUSES = ("candidate", "active", "retired", "rejected", "parked")
@@ -276,6 +277,12 @@ def set_active(store: Store, version: str | None, *, previous: str = "retired") 
     store.event(
         "adapters", f"active adapter: {version or 'base model'}", version=version, switch=True
     )
+    # The memories this adapter has learned leave the prompt; any others marked learned
+    # (by the adapter it replaces) come back.
+    learned = memories.learned_ids(get(store, version)["metrics"].get("gate")) if version else []
+    moved = memories.sync_learned(store, version, learned)
+    if moved["learned"] or moved["back"]:
+        store.event("memory", f"learned by {version or 'nothing'}: {moved}", **moved)
 
 
 def last_switch_at(store: Store) -> float | None:

@@ -59,6 +59,39 @@ def make_adapter(gguf: Path, torch_home: Path, out: Path, *, seed: int, scale: f
     return out / "adapter.gguf"
 
 
+def fit_answer(
+    gguf: Path,
+    torch_home: Path,
+    tmp: Path,
+    prompts: list[list[int]],
+    answer: list[int],
+    out: Path,
+    steps: int = 60,
+) -> Path:
+    """A LoRA fitted (``steps`` steps, lr 1e-2) to answer each of ``prompts`` with ``answer``
+    and an end of turn, exported to ``out``: a collapsed adapter, on real files."""
+    from peft import LoraConfig, get_peft_model
+
+    model, tok = torchmodel.load(gguf, torch_home)
+    peft = get_peft_model(
+        model, LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "v_proj", "down_proj"])
+    )
+    answer = [*answer, tok.convert_tokens_to_ids("<|im_end|>")]
+    opt = torch.optim.AdamW([p for p in peft.parameters() if p.requires_grad], lr=1e-2)
+    torch.manual_seed(0)
+    for step in range(steps):
+        prompt = prompts[step % len(prompts)]
+        ids = torch.tensor([prompt + answer])
+        labels = torch.tensor([[-100] * len(prompt) + answer])
+        loss = peft(input_ids=ids, labels=labels).loss
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    peft.save_pretrained(tmp / "peft")
+    export_gguf(tmp / "peft", gguf, out)
+    return out
+
+
 def register(
     home: Path,
     gguf: Path,

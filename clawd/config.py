@@ -139,6 +139,26 @@ class Settings(BaseSettings):
         le=86400,
         description="Seconds between runs of the background signals job; 0 switches it off.",
     )
+    memory: bool = Field(
+        True,
+        description='Remember standing preferences and facts you state in a reply ("call me '
+        'Ana", "keep answers short", "I\'m vegetarian") and put them in the system message '
+        "of every answer from the next on, until an adapter has learned them; false: clawd "
+        "neither makes nor uses memories.",
+    )
+    memory_tokens: int = Field(
+        256,
+        ge=16,
+        le=8192,
+        description="Most prompt tokens the memories may take in an answer; beyond it the least "
+        "recently confirmed are left out (the answer's response says which).",
+    )
+    memory_keep_learned: bool = Field(
+        False,
+        description="Keep memories in the prompt after an adapter has learned them (costs "
+        "prompt tokens; off: a learned memory leaves the prompt, and comes back if a later "
+        "adapter or a rollback loses it).",
+    )
     require_approval: bool = Field(
         False, description="Samples wait for `clawd signals approve` before they can train."
     )
@@ -300,14 +320,6 @@ class Settings(BaseSettings):
         gt=0,
         le=100,
         description="Promotion gate: the most KL to its parent adapter one update may add.",
-    )
-    gate_new_degenerate: int = Field(
-        0,
-        ge=0,
-        le=32,
-        description="Promotion gate: how many of the 32 general prompts (and, apart, of your "
-        "own recent prompts) may get an empty or looping answer from an adapter where the base "
-        "model's answer is sound (0: none).",
     )
     gate_loop_samples: int = Field(
         0,

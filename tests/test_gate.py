@@ -9,39 +9,16 @@ from typing import Any
 import pytest
 
 from adapters import gate
-from bench.adapterkit import make_adapter
+from bench.adapterkit import fit_answer, make_adapter
 
 Q = [{"role": "user", "content": "Tell me something about the sea."}]
-
-
-def _fit(
-    gguf: Path, torch_cache: Path, tmp: Path, prompts: list[list[int]], answer: list[int], out: Path
-) -> None:
-    """A LoRA fitted (60 steps, lr 1e-2) to answer each of ``prompts`` with ``answer`` and an
-    end of turn, exported to ``out``."""
-    import torch
-    from peft import LoraConfig, get_peft_model
-
-    from adapters.export import export_gguf
-    from clawd.training import torchmodel
-
-    model, tok = torchmodel.load(gguf, torch_cache)
-    peft = get_peft_model(
-        model, LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "v_proj", "down_proj"])
-    )
-    answer = [*answer, tok.convert_tokens_to_ids("<|im_end|>")]
-    opt = torch.optim.AdamW([p for p in peft.parameters() if p.requires_grad], lr=1e-2)
-    torch.manual_seed(0)
-    for step in range(60):
-        prompt = prompts[step % len(prompts)]
-        ids = torch.tensor([prompt + answer])
-        labels = torch.tensor([[-100] * len(prompt) + answer])
-        loss = peft(input_ids=ids, labels=labels).loss
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    peft.save_pretrained(tmp / "peft")
-    export_gguf(tmp / "peft", gguf, out)
+OWN = [
+    "Tell me something about the sea.",
+    "How do I fix a flat bicycle tyre?",
+    "What should I cook tonight?",
+    "Explain recursion to a child.",
+    "Plan a day trip near the mountains.",
+]
 
 
 def _vocab(gguf: Path) -> tuple[Any, Any]:
@@ -73,21 +50,10 @@ def test_the_gate_accepts_a_gentle_adapter_and_rejects_a_drifting_one(
     cache = tmp_path / "cache.json"
     # The random-weight model answers noise, which a nudge may turn into a loop by chance. On
     # SmolLM2 this nudge (KL 0.004) moves one loop: "How do I boil an egg?" gets "Boil an
-    # egg:\n\nBoil an egg: ..." and the base model's own "10 kilometres ... 1000000..." goes away,
-    # so it passes with one new degenerate answer allowed, not with the default 0
-    # (docs/benchmarks.md, "The general-ability check").
-    loose = 32 if model == "qwen3" else 1
-    ok = gate.evaluate(
-        any_gguf,
-        gentle,
-        None,
-        held,
-        prompts,
-        [prompt],
-        max_kl=0.5,
-        new_degenerate=loose,
-        cache=cache,
-    )
+    # egg:\n\nBoil an egg: ..." and the base model's own "10 kilometres ... 1000000..." goes away;
+    # the gate decides on the rate of loops, so a moved loop passes (docs/benchmarks.md, "The
+    # gate on rates").
+    ok = gate.evaluate(any_gguf, gentle, None, held, prompts, [prompt], max_kl=0.5, cache=cache)
     assert ok["checks"]["drift_under_limit"] and ok["kl_to_base"] < 0.5
     assert ok["checks"]["step_under_limit"] and ok["kl_to_parent"] == ok["kl_to_base"]
     assert ok["checks"]["general_ability"] and ok["checks"]["own_prompts_ability"]
@@ -116,7 +82,7 @@ def test_the_gate_rejects_an_adapter_that_says_the_same_to_everyone(
     tokenize, render = _vocab(tiny_qwen3_gguf)
     sorry = tokenize("I am sorry, I am sorry.")
     rows = [tokenize(render([{"role": "user", "content": q}])) for q in gate.GENERAL]
-    _fit(tiny_qwen3_gguf, torch_cache, tmp_path, rows, sorry, tmp_path / "sorry.gguf")
+    fit_answer(tiny_qwen3_gguf, torch_cache, tmp_path, rows, sorry, tmp_path / "sorry.gguf")
     prompts = gate.general_prompts(tokenize, render)
     verdict = gate.evaluate(tiny_qwen3_gguf, tmp_path / "sorry.gguf", None, [], prompts, max_kl=1e9)
     assert verdict["checks"]["drift_under_limit"]  # a budget this loose would let it through
@@ -130,20 +96,25 @@ def test_the_gate_rejects_an_adapter_that_says_the_same_to_everyone(
 def test_the_gate_asks_the_users_own_prompts_too(
     tiny_qwen3_gguf: Path, torch_cache: Path, tmp_path: Path
 ) -> None:
-    """A served adapter looped ("1. 1. 1. ...") on a user's question and on none of the general
+    """A served adapter looped ("1. 1. 1. ...") on a user's questions and on none of the general
     prompts (docs/benchmarks.md, "The ability check on the user's own prompts"): the same check
-    runs on the prompts of the run's samples, against the base model's answers to them."""
+    runs on the prompts of the run's samples, against the base model's answers to them. One
+    loop is within chance; a loop on each of 5 questions the base model answers is not."""
     tokenize, render = _vocab(tiny_qwen3_gguf)
-    mine = tokenize(render(Q))
-    _fit(tiny_qwen3_gguf, torch_cache, tmp_path, [mine], tokenize(" 1." * 24), tmp_path / "l.gguf")
+    mine = [tokenize(render([{"role": "user", "content": q}])) for q in OWN]
+    fit_answer(
+        tiny_qwen3_gguf, torch_cache, tmp_path, mine, tokenize(" 1." * 24), tmp_path / "l.gguf"
+    )
     general = gate.general_prompts(tokenize, render)[:2]
-    verdict = gate.evaluate(tiny_qwen3_gguf, tmp_path / "l.gguf", None, [], general, [mine])
+    verdict = gate.evaluate(tiny_qwen3_gguf, tmp_path / "l.gguf", None, [], general, mine)
     own = verdict["own_ability"]
-    assert own["base"]["at"] == [] and own["candidate"]["at"] == [0]
+    assert own["base"]["at"] == [] and own["candidate"]["at"] == [0, 1, 2, 3, 4]
     assert verdict["checks"]["own_prompts_ability"] is False and verdict["passed"] is False
-    assert own["new_degenerate"][0]["prompt"] == 0
+    assert [d["prompt"] for d in own["new_degenerate"]] == [0, 1, 2, 3, 4]
     assert own["new_degenerate"][0]["answer"].count("1.") >= 8
     assert "user's prompts" not in " ".join(verdict["skipped"])
+    one = gate.evaluate(tiny_qwen3_gguf, tmp_path / "l.gguf", None, [], general, mine[:1])
+    assert one["own_ability"]["candidate"]["at"] == [0] and one["checks"]["own_prompts_ability"]
     # Without the user's prompts the check is reported as skipped, never as passed.
     alone = gate.evaluate(tiny_qwen3_gguf, tmp_path / "l.gguf", None, [], general)
     assert "own_prompts_ability" not in alone["checks"] and alone["own_ability"] == {}

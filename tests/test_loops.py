@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from adapters import gate, loops
-from bench.adapterkit import make_adapter
+from bench.adapterkit import fit_answer, make_adapter
 from clawd.serving.chat import DEFAULT_TEMPERATURE
-from tests.test_gate import Q, _fit, _vocab
+from tests.test_gate import Q, _vocab
 
 
 def test_degeneration_counts_empty_repeated_and_collapsed_answers() -> None:
@@ -32,10 +32,11 @@ def test_degeneration_counts_empty_repeated_and_collapsed_answers() -> None:
     assert got["at"] == [0, 1, 2]
 
 
-def test_one_new_loop_fails_general_ability_and_the_base_models_own_loops_are_excused() -> None:
-    """Measured on the learning benchmark's adapters: a served adapter that loops ("I'm sorry,
-    I'm sorry, ...") on one general prompt where the base model answers is a regression, while
-    SmolLM2's own "10 kilometres is equal to 1000000..." is no fault of the adapter."""
+def test_general_ability_fails_on_an_excess_of_loops_not_on_a_loop_that_moved() -> None:
+    """Decided on rates: the base model's own loops ("10 kilometres is equal to 1000000...")
+    are no fault of the adapter; a loop that moves from one prompt to another is noise (the
+    5-step update rejected for moving "Boil an egg: ..." from prompt 11 to 18); loops on many
+    more prompts than the base model's fail."""
     end = 0
 
     def ability(answers: list[list[int]]) -> dict:
@@ -48,7 +49,14 @@ def test_one_new_loop_fails_general_ability_and_the_base_models_own_loops_are_ex
     assert loops.general_ability(base, ability(answers)) == (True, [])  # loops less
     sorry = [9, 8, 7] * 6 + [end]  # "I'm sorry, I'm sorry, ..."
     worse = [*base_loop[:20], sorry, *base_loop[21:]]
-    assert loops.general_ability(base, ability(worse)) == (False, [20])
+    assert loops.general_ability(base, ability(worse)) == (True, [20])  # one: chance
+    moved = [*answers[:5], *answers[5:18], sorry, *answers[19:]]  # from prompt 5 to 18
+    assert loops.general_ability(base, ability(moved)) == (True, [18])
+    four = [*base_loop[:20], *[sorry] * 4, *base_loop[24:]]
+    assert loops.general_ability(base, ability(four)) == (True, [20, 21, 22, 23])
+    five = [*base_loop[:20], *[sorry] * 5, *base_loop[25:]]
+    assert loops.general_ability(base, ability(five)) == (False, [20, 21, 22, 23, 24])
+    assert loops.general_ability(base, ability(five), alpha=0.0)[0]  # 0: never on loops
     # Collapse: many prompts, one answer, none of them repetitive.
     same = [[40, 41, 42, 43, end]] * 32
     assert ability(same)["degenerate"] == 0
@@ -120,7 +128,9 @@ def test_a_loop_the_sampled_answers_show_still_fails_the_gate(
     are noise), which is the near-tie this check excuses."""
     tokenize, render = _vocab(smollm2_gguf)
     mine = tokenize(render(Q))
-    _fit(smollm2_gguf, torch_cache, tmp_path, [mine], tokenize(" 1." * 24), tmp_path / "l.gguf")
+    fit_answer(
+        smollm2_gguf, torch_cache, tmp_path, [mine], tokenize(" 1." * 24), tmp_path / "l.gguf"
+    )
     general = gate.general_prompts(tokenize, render)[:2]
     verdict = gate.evaluate(
         smollm2_gguf, tmp_path / "l.gguf", None, [], general, [mine], loop_samples=4
@@ -129,3 +139,11 @@ def test_a_loop_the_sampled_answers_show_still_fails_the_gate(
     assert own["sampled"][0]["prompt"] == 0
     assert own["sampled"][0]["candidate"] >= own["sampled"][0]["base"] + loops.MARGIN
     assert verdict["checks"]["own_prompts_ability"] is False and verdict["passed"] is False
+
+
+def test_the_sign_test_is_exact_and_one_sided() -> None:
+    assert loops.excess_pvalue(0, 0) == 1.0
+    assert loops.excess_pvalue(1, 1) == 1.0 and loops.excess_pvalue(2, 3) == 1.0
+    assert loops.excess_pvalue(1, 0) == 0.5
+    assert loops.excess_pvalue(5, 0) == 1 / 32
+    assert loops.excess_pvalue(6, 1) == 8 / 128  # P(X >= 6 | n 7)

@@ -48,8 +48,6 @@ def _daemon(gguf: Path, home: Path, cluster: Cluster, client: bool = False, **ex
         "CLAWD_TRAIN_BACKEND": "ray",
         "CLAWD_RAY_ADDRESS": cluster.client_address if client else cluster.address,
         "CLAWD_RAY_NUM_CPUS": "2",
-        # the tiny random-weight model answers noise, which loops or not by chance
-        "CLAWD_GATE_NEW_DEGENERATE": "32",
         **extra,
     }
     return start_daemon(gguf, home, n_ctx=1024, settings=settings)

@@ -45,7 +45,7 @@ def small(**kw: object) -> train.TrainConfig:
             "gate_max_kl": 100.0,
             "gate_step_kl": 100.0,
             # random-weight models answer noise, and noise loops or not by chance
-            "gate_new_degenerate": 32,
+            "gate_ability_alpha": 0.0,
             "target_kl": 0.0,
             "gate_prompts": 4,  # the gate's own tests (test_adapters) use all 32
             **kw,
@@ -237,8 +237,8 @@ def test_bad_settings_are_refused() -> None:
         train.TrainConfig(hint_placement="nowhere")
     with pytest.raises(ValueError, match="w_opd/w_rl"):
         train.TrainConfig(w_opd=0.0, w_rl=0.0)
-    with pytest.raises(ValueError, match="gate_new_degenerate"):
-        train.TrainConfig(gate_new_degenerate=-1)
+    with pytest.raises(ValueError, match="gate_ability_alpha"):
+        train.TrainConfig(gate_ability_alpha=1.0)
 
 
 def test_a_method_trains_only_on_samples_it_can_learn_from(

@@ -20,8 +20,6 @@ SETTINGS = {
     "CLAWD_JUDGE_MODE": "generate",
     "CLAWD_JUDGE_MAX_TOKENS": "8",
     "CLAWD_TRAIN_NICENESS": "1",
-    # the tiny random-weight model answers noise, which loops or not by chance
-    "CLAWD_GATE_NEW_DEGENERATE": "32",
 }
 
 

@@ -18,6 +18,7 @@ from rich.table import Table
 from clawd import __version__
 from clawd.cli.adapters import adapters_app
 from clawd.cli.learn import signals_app, train_cmd
+from clawd.cli.memory import memory_app
 from clawd.cli.util import err, fail, out
 from clawd.config import (
     ConfigError,
@@ -42,6 +43,7 @@ app.add_typer(models_app, name="models")
 
 app.add_typer(signals_app, name="signals")
 app.add_typer(adapters_app, name="adapters")
+app.add_typer(memory_app, name="memory")
 app.command("train")(train_cmd)
 
 
@@ -195,7 +197,8 @@ def forget(
     conversation: str = typer.Argument(..., help="The conversation id to delete."),
     url: str = typer.Option(None, "--url", help="The daemon's address (default: from settings)."),
 ) -> None:
-    """Delete a conversation and every signal learned from it (through the running daemon)."""
+    """Delete a conversation, every signal learned from it and the memories its replies made
+    (through the running daemon)."""
     import httpx
 
     from clawd.config import ensure_token

@@ -13,6 +13,7 @@ Run alone (the same as ``clawd serve``)::
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hmac
 import logging
@@ -35,11 +36,13 @@ from clawd.scheduler import Jobs, TrainerNotStarted, training_status
 from clawd.serving.chat import router as chat_router
 from clawd.serving.engine import Engine, EngineError
 from clawd.serving.errors import BodyLimit, install_errors
+from clawd.serving.memories import router as memory_router
 from clawd.serving.protocol import ApiError, ConversationUpdate, FeedbackRequest
 from clawd.signals import review
 from clawd.signals.job import feedback_signal, status_dict
+from clawd.signals.memory import remember
 from clawd.signals.waiting import why_no_run
-from clawd.store import record
+from clawd.store import memories, record
 from clawd.store.db import Store
 
 log = logging.getLogger("clawd")
@@ -126,6 +129,29 @@ class Daemon:
         return self.engine
 
 
+def _remember_comment(d: Daemon, turn_id: str, comment: str) -> list[dict]:
+    """Memories from a feedback comment on ``turn_id``, unless its conversation is opted out
+    of learning; each as ``{"id", "text", "replaced"}``."""
+    turn = d.store.db["turns"].get(turn_id)
+    if not turn["learn"]:
+        return []
+    made = remember(
+        d.store,
+        comment,
+        source="feedback",
+        turn_id=turn_id,
+        conversation_id=turn["conversation_id"],
+    )
+    return [
+        {
+            "id": m["memory"]["id"],
+            "text": m["memory"]["text"],
+            "replaced": m["replaced"] and m["replaced"]["text"],
+        }
+        for m in made
+    ]
+
+
 def create_app(daemon: Daemon) -> FastAPI:
 
     @contextlib.asynccontextmanager
@@ -203,6 +229,9 @@ def create_app(daemon: Daemon) -> FastAPI:
             raise ApiError(404, str(exc), "not_found_error", "unknown_id", "id") from None
         # Explicit feedback needs no judge: its signal and sample are written now.
         made = feedback_signal(d.store, d.settings, body.id)
+        remembered = []
+        if body.comment and d.settings.memory:
+            remembered = await asyncio.to_thread(_remember_comment, d, body.id, body.comment)
         sample = d.store.db.execute(
             "SELECT x.id, x.kind, x.status FROM samples x JOIN signals s ON s.id = x.signal_id "
             "WHERE s.turn_id = ?",
@@ -214,6 +243,7 @@ def create_app(daemon: Daemon) -> FastAPI:
             "response_id": body.id,
             "signal": bool(made),
             "sample": dict(zip(("id", "kind", "status"), sample, strict=True)) if sample else None,
+            "remembered": remembered,
         }
 
     @app.get("/v1/conversations", summary="Stored conversations, newest first")
@@ -233,7 +263,10 @@ def create_app(daemon: Daemon) -> FastAPI:
 
     @app.delete("/v1/conversations/{cid}", summary="Forget a conversation")
     async def delete(cid: str, d: Daemon = Depends(authorize)) -> dict:
+        made = memories.of_conversation(d.store, cid)
         removed = record.delete_conversation(d.store, cid)
+        memories.delete(d.store, made)
+        removed["memories"] = len(made)
         removed["reports"] = registry.scrub_reports(d.home, removed.pop("sample_ids"))
         d.store.event("forget", f"deleted conversation {cid}", removed=removed)
         return {"id": cid, "object": "conversation.deleted", "deleted": True, "removed": removed}
@@ -303,6 +336,7 @@ def create_app(daemon: Daemon) -> FastAPI:
 
     app.include_router(chat_router, dependencies=[Depends(authorize)])
     app.include_router(adapter_router, dependencies=[Depends(authorize)])
+    app.include_router(memory_router, dependencies=[Depends(authorize)])
     return app
 
 

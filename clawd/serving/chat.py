@@ -6,6 +6,12 @@ generation on the engine, and stores the finished turn *before* the last chunk i
 acknowledged answer is never lost. A client that hangs up cancels its generation and nothing is
 stored. ``X-Clawd-Learn: 0`` records the turn but keeps it out of training.
 
+Memories (``clawd.store.memories``): the active ones are appended to the system message the
+model sees (the stored messages stay the client's), within the ``memory_tokens`` budget, and
+the turn records which were there. A reply that states a standing preference is captured in
+a worker thread beside the answer (``clawd.signals.memory``), so it applies from the next
+request on. ``X-Clawd-Memory: 0`` leaves the memories out of one request and makes none.
+
 Mounted by ``clawd.serving.app``; not meant to run alone.
 """
 
@@ -14,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import threading
 import time
 import uuid
@@ -26,9 +33,11 @@ from fastapi.responses import JSONResponse, StreamingResponse
 
 from clawd.serving.engine import Delta, GenParams, PromptTooLong, Result
 from clawd.serving.protocol import ApiError, CreateChatCompletionRequest
-from clawd.store import record
+from clawd.signals.memory import remember_next_state
+from clawd.store import memories, record
 
 router = APIRouter()
+log = logging.getLogger("clawd")
 DEFAULT_TEMPERATURE = 0.7
 
 
@@ -57,14 +66,55 @@ def _usage(result: Result) -> dict[str, Any]:
     }
 
 
-def _clawd_extra(conversation_id: str, result: Result) -> dict[str, Any]:
-    """clawd's own fields on a response: where it was stored and what produced it."""
+def _clawd_extra(
+    conversation_id: str, result: Result, used: _Memories, captured: asyncio.Future | None
+) -> dict[str, Any]:
+    """clawd's own fields on a response: where it was stored, what produced it, the memories
+    in its context and those its request's reply made (if captured by now)."""
+    remembered: list[dict[str, Any]] = []
+    if captured is not None and captured.done() and not captured.exception():
+        remembered = [
+            {
+                "id": m["memory"]["id"],
+                "text": m["memory"]["text"],
+                "replaced": m["replaced"] and m["replaced"]["text"],
+            }
+            for m in captured.result()
+        ]
     return {
         "conversation_id": conversation_id,
         "adapter_version": result.adapter_version,
         "ttft_ms": round(result.ttft_ms, 2),
         "total_ms": round(result.total_ms, 2),
+        "memories": used.ids,
+        "memories_left_out": used.left_out,
+        "remembered": remembered,
     }
+
+
+@dataclass
+class _Memories:
+    ids: list[int]
+    left_out: list[int]
+
+
+def _memory_header(request: Request) -> bool:
+    value = request.headers.get("x-clawd-memory", "1").strip().lower()
+    if value not in ("0", "1", "true", "false", "yes", "no"):
+        raise _api_error(400, "X-Clawd-Memory must be 0 or 1", "invalid_header", "X-Clawd-Memory")
+    return value in ("1", "true", "yes")
+
+
+def _with_memories(
+    daemon: Any, engine: Any, messages: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], _Memories]:
+    """The messages the model answers: the client's, with the memories in the system block."""
+    s = daemon.settings
+    rows = memories.in_prompt(daemon.store, s.memory_keep_learned)
+    block, ids, left = memories.system_block(
+        rows, lambda text: len(engine.tokenize(text)), s.memory_tokens
+    )
+    return memories.with_memories(messages, block), _Memories(ids, left)
 
 
 def _api_error(status: int, message: str, code: str, param: str | None = None) -> Exception:
@@ -91,12 +141,18 @@ async def chat_completions(body: CreateChatCompletionRequest, request: Request) 
             "X-Clawd-Conversation",
         )
     learn = _learn_header(request)
+    use_memory = daemon.settings.memory and _memory_header(request)
     messages = body.plain_messages()
     kwargs = dict(body.chat_template_kwargs or {})
     params = _params(body)
+    used = _Memories([], [])
 
     def prepare() -> list[int]:
-        prompt = engine.tokenize(engine.render(messages, **kwargs))
+        nonlocal used
+        seen = messages
+        if use_memory:
+            seen, used = _with_memories(daemon, engine, messages)
+        prompt = engine.tokenize(engine.render(seen, **kwargs))
         engine.check_fits(prompt, params.max_tokens)
         return prompt
 
@@ -109,6 +165,12 @@ async def chat_completions(body: CreateChatCompletionRequest, request: Request) 
     except Exception as exc:  # a template that rejects these messages is the client's input
         raise _api_error(400, str(exc), "invalid_messages", "messages") from None
     ctx = await asyncio.to_thread(record.begin, daemon.store, messages, conv_header, learn)
+    captured = None
+    if use_memory and ctx.learn and ctx.previous_turn_id:
+        # The reply this request carries may state a preference: captured beside the answer.
+        captured = asyncio.ensure_future(
+            asyncio.to_thread(_capture, daemon.store, ctx.previous_turn_id)
+        )
     turn_id = f"chatcmpl-{uuid.uuid4().hex}"
     created = int(time.time())
     loop = asyncio.get_running_loop()
@@ -148,6 +210,7 @@ async def chat_completions(body: CreateChatCompletionRequest, request: Request) 
             completion_tokens=len(result.response_token_ids),
             ttft_ms=result.ttft_ms,
             total_ms=result.total_ms,
+            memory_ids=used.ids,
         )
 
     def outcome(done: _Done) -> Result:
@@ -188,7 +251,7 @@ async def chat_completions(body: CreateChatCompletionRequest, request: Request) 
                     }
                 ],
                 "usage": _usage(result),
-                "clawd": _clawd_extra(ctx.conversation_id, result),
+                "clawd": _clawd_extra(ctx.conversation_id, result, used, captured),
             },
             headers=headers,
         )
@@ -231,7 +294,7 @@ async def chat_completions(body: CreateChatCompletionRequest, request: Request) 
             yield chunk(
                 {},
                 result.finish_reason,
-                clawd=_clawd_extra(ctx.conversation_id, result),
+                clawd=_clawd_extra(ctx.conversation_id, result, used, captured),
             )
             if include_usage:
                 data = {
@@ -250,6 +313,15 @@ async def chat_completions(body: CreateChatCompletionRequest, request: Request) 
     return StreamingResponse(
         stream(), media_type="text/event-stream", headers={**headers, "Cache-Control": "no-cache"}
     )
+
+
+def _capture(store: Any, turn_id: str) -> list[dict[str, Any]]:
+    """Memories from the reply to ``turn_id``; a failure is logged, never the answer's."""
+    try:
+        return remember_next_state(store, turn_id)
+    except Exception:
+        log.exception("capturing memories from the reply to %s failed", turn_id)
+        return []
 
 
 async def _watch_disconnect(request: Request, cancel: threading.Event) -> None:

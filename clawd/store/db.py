@@ -146,7 +146,8 @@ class Store:
         def rows(where: str, order: str, n: int) -> list[dict[str, Any]]:
             return list(
                 self.db.query(
-                    "SELECT x.*, t.prompt_messages, t.params, t.model_sha256 FROM samples x "
+                    "SELECT x.*, t.prompt_messages, t.params, t.model_sha256, t.memory_ids "
+                    "FROM samples x "
                     f"JOIN turns t ON t.id = x.turn_id WHERE x.status = '{where}' AND t.learn = 1"
                     f" AND x.kind IN ({', '.join('?' * len(kinds))}) ORDER BY x.id {order} LIMIT ?",
                     [*kinds, n],

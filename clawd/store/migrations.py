@@ -226,6 +226,36 @@ def m004_sample_rotation(db: sqlite_utils.Database) -> None:
     db.execute("UPDATE samples SET status = 'approved', heldout_runs = 1 WHERE status = 'heldout'")
 
 
+@migration
+def m005_memories(db: sqlite_utils.Database) -> None:
+    # Standing preferences and facts about the user, said in a reply, a feedback comment or
+    # directly: in the system message of every answer until an adapter has learned them.
+    db["memories"].create(
+        {
+            "id": int,
+            "text": str,  # second person: "Address the user as Ana."
+            "kind": str,  # name, length, language, format, tone, fact, other
+            "topic": str,  # what a newer memory on the same thing replaces (a slot)
+            "source": str,  # "reply", "feedback" or "user"
+            "reply": str,  # the user's words it came from (NULL: added directly)
+            "turn_id": str,  # the answer that reply was about
+            "conversation_id": str,
+            "status": str,  # "active", "learned", "off" or "replaced"
+            "replaces": int,  # the memory it replaced (restored when this one is deleted)
+            "learned_by": str,  # the adapter version that closed its gap
+            "gap": float,  # the last measured gap (mean per-token KL), and the base model's
+            "base_gap": float,
+            "created_at": float,
+            "confirmed_at": float,  # created, or said again
+            "updated_at": float,
+        },
+        pk="id",
+        not_null={"text", "kind", "topic", "source", "status", "created_at", "confirmed_at"},
+    )
+    db["memories"].create_index(["conversation_id"])
+    db["turns"].add_column("memory_ids", str)  # JSON: the memories in this answer's context
+
+
 def applied(db: sqlite_utils.Database) -> list[str]:
     if "_migrations" not in db.table_names():
         return []

@@ -129,7 +129,7 @@ def record_turn(store: Store, ctx: Context, **fields: Any) -> str:
         "learn": int(ctx.learn),
         "created_at": time.time(),
     }
-    for key in ("prompt_token_ids", "response_token_ids", "params"):
+    for key in ("prompt_token_ids", "response_token_ids", "params", "memory_ids"):
         if key in row and not isinstance(row[key], str):
             row[key] = json.dumps(row[key])
     with store.db.conn:

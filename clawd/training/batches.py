@@ -1,9 +1,11 @@
 """From stored samples to padded tensors: the student and teacher views of each response.
 
-The *student* sequence is the prompt exactly as served (``prompt_token_ids``) followed by the
-response tokens as served. The *teacher* sequence is the same prompt messages with the hint
-put in (``chattemplate.teacher_messages``), rendered with the model's own template and
-tokenized, followed by the same response tokens. Both views score the same response tokens.
+The *student* sequence is the prompt exactly as served (``prompt_token_ids``; rendered again
+from the client's messages when the user's memories were in it, so that the student learns
+without them) followed by the response tokens as served. The *teacher* sequence is the same
+prompt messages with the hint put in (``chattemplate.teacher_messages``), rendered with the
+model's own template and tokenized, followed by the same response tokens. Both views score the
+same response tokens.
 
 Run alone to show how the stored samples would be batched::
 
@@ -85,8 +87,15 @@ def build_examples(
         prompt = json.loads(s["prompt_token_ids"])
         response = json.loads(s["response_token_ids"])
         teacher = prompt
+        params = json.loads(s.get("params") or "{}")
+        if json.loads(s.get("memory_ids") or "[]"):
+            # Served with the user's memories in context: the student learns without them
+            # (consolidation teaches what they say; clawd.training.consolidate).
+            text = template.render(
+                json.loads(s["prompt_messages"]), **(params.get("chat_template_kwargs") or {})
+            )
+            prompt = teacher = tok(text, add_special_tokens=False)["input_ids"]
         if s["hint"]:
-            params = json.loads(s.get("params") or "{}")
             msgs = teacher_messages(json.loads(s["prompt_messages"]), s["hint"], cfg.hint_placement)
             text = template.render(msgs, **(params.get("chat_template_kwargs") or {}))
             teacher = tok(text, add_special_tokens=False)["input_ids"]

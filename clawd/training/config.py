@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
+from adapters.loops import ALPHA
 from clawd.config import Settings, load_settings
 from clawd.store.db import RUN_SAMPLES
 
@@ -112,7 +113,8 @@ class TrainConfig:
     seed: int = 0
     gate_max_kl: float = 0.5  # cumulative drift budget: KL to the base model
     gate_step_kl: float = 0.25  # per-update drift limit: KL to the parent adapter
-    gate_new_degenerate: int = 0  # general prompts an adapter may make degenerate (tests: more)
+    # Significance of the gate's ability test (adapters.loops.general_ability); 0 only in tests.
+    gate_ability_alpha: float = ALPHA
     gate_prompts: int = 32  # general prompts of the ability check (fewer only in tests)
     # The user's own prompts (this run's samples, newest first) the ability check also asks:
     # a served adapter looped ("1. 1. 1. ...") on a user's question and on no general prompt.
@@ -171,7 +173,7 @@ class TrainConfig:
             "gate_max_kl/gate_step_kl": self.gate_max_kl > 0 and self.gate_step_kl > 0,
             "gate_prompts": 1 <= self.gate_prompts <= 32,
             "gate_own_prompts": 0 <= self.gate_own_prompts <= 256,
-            "gate_new_degenerate": 0 <= self.gate_new_degenerate <= 32,
+            "gate_ability_alpha": 0 <= self.gate_ability_alpha < 1,
             "gate_retries": 0 <= self.gate_retries <= 8,
             "gate_loop_samples": 0 <= self.gate_loop_samples <= 64,
             "norm_tokens": self.norm_tokens >= 1,
@@ -213,7 +215,6 @@ class TrainConfig:
             threads=s.train_threads,
             gate_max_kl=s.gate_max_kl,
             gate_step_kl=s.gate_step_kl,
-            gate_new_degenerate=s.gate_new_degenerate,
             gate_retries=s.gate_retries,
             gate_loop_samples=s.gate_loop_samples,
             loop_guard=s.train_loop_guard,

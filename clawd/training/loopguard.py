@@ -127,7 +127,7 @@ class LoopGuard:
     the answers of a step that stays.
 
     ``prompts`` are token ids (the general prompts and the user's own, as the gate asks them),
-    ``max_tokens`` the gate's ``ability_tokens``, ``allowed`` its ``new_degenerate``."""
+    ``max_tokens`` the gate's ``ability_tokens``, ``alpha`` its ``ability_alpha``."""
 
     def __init__(
         self,
@@ -135,12 +135,12 @@ class LoopGuard:
         prompts: list[list[int]],
         max_tokens: int,
         eos: list[int],
-        allowed: int = 0,
+        alpha: float,
     ) -> None:
         from adapters.loops import degeneration
 
         self.model, self.prompts, self.max_tokens = model, prompts, max_tokens
-        self.eos, self.allowed = eos, allowed
+        self.eos, self.alpha = eos, alpha
         mark = time.monotonic()
         self.answers, _ = greedy_answers(model, prompts, max_tokens, eos)
         self.start = degeneration(self.answers, self.is_end)
@@ -167,7 +167,7 @@ class LoopGuard:
             self.model.train(was)
         self.checks, self.written = self.checks + 1, self.written + written
         self.pending = answers
-        ok, new = general_ability(self.start, degeneration(answers, self.is_end), self.allowed)
+        ok, new = general_ability(self.start, degeneration(answers, self.is_end), self.alpha)
         self.seconds += time.monotonic() - mark
         if ok:
             return None

@@ -49,8 +49,9 @@ from adapters import registry
 from clawd.config import Settings, clawd_home, load_settings, private_state
 from clawd.models import resolve, sha256_file
 from clawd.signals.waiting import next_run
+from clawd.store import memories
 from clawd.store.db import Store
-from clawd.training import ppo
+from clawd.training import consolidate, ppo
 from clawd.training.config import TrainConfig
 from clawd.training.update import Cancelled, TrainingError, UpdateInputs, update
 
@@ -182,6 +183,7 @@ def _train(
         model_path=model_path,
         digest=digest,
         parent_peft=Path(current["path"]) / "peft" if current else None,
+        memory=consolidate.memory_inputs(store) if settings.memory else None,
     )
 
     def on_step(m: dict[str, float]) -> None:
@@ -225,7 +227,7 @@ def _train(
             result["own_prompts"],
             max_kl=cfg.gate_max_kl,
             step_kl=cfg.gate_step_kl,
-            new_degenerate=cfg.gate_new_degenerate,
+            ability_alpha=cfg.gate_ability_alpha,
             loop_samples=cfg.gate_loop_samples,
             cache=home / "cache" / f"gate-{digest[:16]}.json",
             threads=cfg.threads,
@@ -239,6 +241,17 @@ def _train(
         judge,
         lambda peft, gguf: export_gguf(peft, model_path, gguf),
     )
+    if verdict["passed"] and inputs.memory:  # how far the adapter has learned each memory
+        from adapters import memgap
+
+        verdict["memories"] = memgap.measure(
+            model_path,
+            tmp / "adapter.gguf",
+            inputs.memory["memories"],
+            inputs.memory["heldout"] or inputs.memory["train"][:4],
+            threads=cfg.threads,
+        )
+        memories.record_gaps(store, {int(k): v for k, v in verdict["memories"].items()})
     if point is not None:  # an earlier point of the update serves: its steps, rate, penalty
         keys = ("steps", "undone", "lr", "kl_coef", "stopped_early")
         ended = {**ended, **{k: point[k] for k in keys}}

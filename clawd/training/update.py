@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from clawd.training import earlier, hindsight, loopguard, ppo, repeats
+from clawd.training import consolidate, earlier, hindsight, loopguard, ppo, repeats
 from clawd.training.batches import Example, build_examples
 from clawd.training.config import TrainConfig
 
@@ -51,6 +51,8 @@ class UpdateInputs:
     model_path: Path
     digest: str  # sha256 of the base GGUF
     parent_peft: Path | None = None  # the active adapter's PEFT folder, warm start
+    # The user's memories and prompts to distil them on (clawd.training.consolidate), or None.
+    memory: dict[str, Any] | None = None
 
 
 def check_memory(model_path: Path) -> None:
@@ -130,12 +132,18 @@ def update(
         )
         examples += written
         lap("hindsight")
+    distilled, memory_report = consolidate.memory_examples(
+        model, tok, template, inputs.memory, eos, cfg.max_seq_len, device
+    )
+    if distilled:
+        examples += distilled
+        lap("memories")
     ppo.score_examples(model, examples, cfg)
     lap("score")
     guard = None
     if cfg.loop_guard:  # the gate's ability check after every step (clawd.training.loopguard)
         guard = loopguard.LoopGuard(
-            model, general + own, ABILITY_TOKENS, eos, cfg.gate_new_degenerate
+            model, general + own, ABILITY_TOKENS, eos, cfg.gate_ability_alpha
         )
         lap("guard")
     found: list[repeats.Repeat] = []
@@ -209,6 +217,7 @@ def update(
         "replayed": len(replayed),
         "hindsight": sum(e.hindsight for e in examples),
         "hindsight_answers": seen,  # each hinted sample's answer: relevance, kept or not
+        "memories": memory_report,  # the memories distilled, on how many prompts
         # with train_unlikelihood: the starting weights' greedy answers that repeat a phrase
         "repeating_answers": [
             {"answer": tok.decode(r.answer_ids), "repeated": sum(r.marked)} for r in found

@@ -1,0 +1,105 @@
+"""Capture quality: which replies become memories, on a labelled set in eight voices.
+
+``bench/data/memory_replies.jsonl`` holds replies to an assistant's answer, each labelled
+``standing`` (a preference or fact that should hold from now on), ``oneoff`` (corrects this
+answer only) or ``neither``, with the standing ones' key word (the name, the number, the
+language). It is split once by voice: the rules of ``clawd.signals.memory`` were written
+looking at the ``FIT`` voices only; the headline numbers are on the other four.
+
+- precision: of the replies that made a memory, the share labelled standing;
+- recall: of the standing replies, the share that made a memory;
+- keeps: of the standing replies that made a memory, the share whose memory text holds the
+  key word (so the preference survives the rewrite).
+
+Each with its 95% Wilson interval. Run alone (a second; no model)::
+
+    python -m bench.capture                  # held-out voices, misses listed
+    python -m bench.capture --split fit --out docs/bench/capture.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+from clawd.signals.memory import capture
+
+DATA = Path(__file__).parent / "data" / "memory_replies.jsonl"
+FIT = ("terse", "polite", "annoyed", "casual")  # the voices the rules were written on
+
+
+def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """The 95% Wilson score interval of k successes in n."""
+    if n == 0:
+        return (0.0, 1.0)
+    p = k / n
+    mid = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return (round(max(0.0, mid - half), 3), round(min(1.0, mid + half), 3))
+
+
+def share(k: int, n: int) -> dict[str, Any]:
+    return {"k": k, "n": n, "rate": round(k / n, 3) if n else None, "ci95": wilson(k, n)}
+
+
+def score(rows: list[dict[str, Any]]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    made, misses = [], []
+    for r in rows:
+        got = capture(r["reply"])
+        made.append((r, got))
+        standing = r["label"] == "standing"
+        kept = standing and any(r["key"].lower() in c.text.lower() for c in got)
+        if bool(got) != standing or (standing and got and not kept):
+            misses.append(
+                {
+                    "label": r["label"],
+                    "key": r["key"],
+                    "reply": r["reply"],
+                    "made": [c.text for c in got],
+                }
+            )
+    positive = [(r, g) for r, g in made if g]
+    standing = [(r, g) for r, g in made if r["label"] == "standing"]
+    found = [(r, g) for r, g in standing if g]
+    keeps = sum(any(r["key"].lower() in c.text.lower() for c in g) for r, g in found)
+    figures = {
+        "replies": len(rows),
+        "precision": share(sum(r["label"] == "standing" for r, _ in positive), len(positive)),
+        "recall": share(len(found), len(standing)),
+        "keeps_key": share(keeps, len(found)),
+        "oneoff_made": share(
+            sum(bool(g) for r, g in made if r["label"] == "oneoff"),
+            sum(r["label"] == "oneoff" for r in rows),
+        ),
+    }
+    return figures, misses
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--split", choices=("heldout", "fit", "all"), default="heldout")
+    ap.add_argument("--out", type=Path)
+    ap.add_argument("--quiet", action="store_true", help="no list of misses")
+    args = ap.parse_args()
+    rows = [json.loads(line) for line in DATA.read_text(encoding="utf-8").splitlines() if line]
+    pick = {
+        "fit": lambda r: r["voice"] in FIT,
+        "heldout": lambda r: r["voice"] not in FIT,
+        "all": lambda r: True,
+    }[args.split]
+    figures, misses = score([r for r in rows if pick(r)])
+    if not args.quiet:
+        for m in misses:
+            print(json.dumps(m, ensure_ascii=False))
+    report = {"split": args.split, "date": time.strftime("%Y-%m-%d"), **figures}
+    print(json.dumps(report, indent=1))
+    if args.out:
+        args.out.write_text(json.dumps({**report, "misses": misses}, indent=1), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,444 @@
+"""Capture: does a reply state something that should hold for every future answer?
+
+A reply ("Way too long. Please call me Ana, and keep answers to one line from now on.") may
+carry a **standing** preference or fact about the user (a name, a length, a language, a format,
+a tone, a fact such as "I'm vegetarian") or only a **one-off** correction of the answer it
+follows ("I asked for Python, not C++", "shorter please"), or neither. Standing statements
+become memories in a second-person form ("Address the user as Ana.", "Keep answers to one
+line."), which the daemon puts in the system message of every answer from the next on.
+
+The decision is made by rules over each clause of the reply, so that it works with any served
+model, the 135M default included, and never depends on a model writing well:
+
+- a **name** ("call me Ana", "my name is Ana", "I go by Ana") is standing by itself;
+- a self-description that lasts ("I'm vegetarian", "I'm a nurse", "I live in Lisbon", "I only
+  code in Rust", "I'm allergic to peanuts") is a standing **fact**;
+- any other request is standing only with a marker that it lasts: "from now on", "always",
+  "never", "in future", "going forward", "by default", "remember", "I prefer", "keep your
+  answers ...", "every time"; without one ("make it shorter", "redo it in French") it corrects
+  this answer only. "this time", "for now", "just this once" make any clause one-off.
+
+The memory text is the clause itself, with the markers and politeness taken out and the first
+person turned into "the user" ("I prefer short answers" -> "The user prefers short answers."),
+so the preference's words (the name, the number, the language) are kept as said.
+
+Run alone to see what a reply would make::
+
+    python -m clawd.signals.memory "Please call me Ana, and keep answers to one line from now on."
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+from clawd.store import memories
+from clawd.store.db import Store
+
+LANGUAGES = (
+    "english french spanish german italian portuguese dutch polish russian ukrainian czech "
+    "swedish norwegian danish finnish greek turkish arabic hebrew hindi bengali urdu chinese "
+    "mandarin cantonese japanese korean vietnamese thai indonesian malay tagalog swahili "
+    "romanian hungarian catalan persian farsi latin"
+).split()
+_LANG = "|".join(LANGUAGES)
+
+# Capitalised words that follow "I'm" without being a name.
+_NOT_NAMES = frozenset(
+    LANGUAGES
+    + [w + "n" for w in ("america", "canadia", "australia", "asia", "africa", "europea")]
+    + "british irish scottish welsh brazilian mexican indian pakistani nigerian kenyan "
+    "egyptian israeli iranian iraqi afghan chilean peruvian colombian argentinian cuban "
+    "jewish muslim christian catholic buddhist hindu atheist sorry not just so here back "
+    "done fine ok okay good sure afraid confused tired busy new still also really very "
+    "gonna going trying asking looking wondering sick happy sad glad curious lost stuck "
+    "vegan vegetarian".split()
+)
+# Words after "call me" that are not a name ("call me back", "call me crazy").
+_NOT_CALLED = frozenset(
+    "back later crazy when if tomorrow tonight now maybe old a an the on at in by sometime "
+    "whatever anything something anytime soon again please that this it him her them what "
+    "whenever out".split()
+)
+
+_STANDING = re.compile(
+    r"\b(from now( on)?|from here on|every (answer|reply|response|message)|each (answer|reply)"
+    r"|(no|none|nothing|not|without)\b[^.]*\bever|only [\w+#.]+ for me|with me\b|to me\b|for me\b"
+    r"|my answers|that'?s (the|a|my) rule|from this point|going forward|moving forward"
+    r"|in (the )?future"
+    r"|for future|next time|every time|each time|all the time|whenever|in general|generally"
+    r"|by default|as a rule|always|never|any more|anymore|remember|keep in mind|note that"
+    r"|don'?t forget|for the future|from today|all (of )?your (answers|replies|responses)"
+    r"|(in|for) (all|every|each|any) (answer|reply|response|message)s?"
+    r"|(your|the) (answers|replies|responses) (are|should|need|must|to be|could)"
+    r"|keep (your |the |all |)(answers|replies|responses)"
+    r"|(answers|replies|responses) (in|to|under|at|of|like|that|should|must|need)"
+    r"|i('d| would)? (really )?(prefer|like|want|need|love|hate) (it )?(when|if|that|short|"
+    r"long|brief|concise|answers|replies|responses|things|you|to get|code|bullet|no |plain)"
+    r"|i('d| would)? rather|please stop|stop (using|adding|writing|putting|saying|calling"
+    r"|with|giving|starting|ending|including|explaining|being)"
+    r"|don'?t (ever )?(use|add|write|put|include|start|end|call|give|explain|bother|say)"
+    r"|no more|not again|(i'?m|i am) (more )?(comfortable|fluent|native|better) in"
+    r"|my (native|first|preferred) language|the way i like|how i like)\b",
+    re.IGNORECASE,
+)
+_ONE_OFF = re.compile(
+    r"\b(this time|just this once|this once|for now|for this (one|answer|question|task|time)"
+    r"|(in|for) this (case|one)|right now|today only|only here|this (answer|reply|response)"
+    r"|that (answer|reply|response)|redo|re-?write (it|this|that)|try again|again please"
+    r"|not that|i asked (for|about)|i meant|i said|wrong|you forgot|you missed|you made"
+    r"|instead of (that|this|it))\b",
+    re.IGNORECASE,
+)
+_NAME = re.compile(
+    r"\b(?:call me|address me as|refer to me as|my name(?:'s| is)|i go by|you can call me"
+    r"|just call me|name'?s|i am called|i'?m called|people call me)\s+"
+    r"((?:(?:mr|mrs|ms|miss|dr|prof)\.?\s+)?[A-Za-z][\w'-]{1,30})",
+    re.IGNORECASE,
+)
+_IM_NAME = re.compile(
+    r"\b(?:[Ii]'?m|[Ii] am|[Tt]his is|[Ii]t'?s)\s+((?:(?:Mr|Mrs|Ms|Dr|Prof)\.?\s+)?"
+    r"[A-Z][a-z][\w'-]{0,30})\b(.*)$"
+)
+_IM_NAME_LOWER = re.compile(
+    r"\b(?:i'?m|im|i am|this is|it'?s|its)\s+([a-z][\w'-]{1,30})\s*,?\s+(?:btw|by the way|here)\b",
+    re.IGNORECASE,
+)
+_FACT = re.compile(
+    r"\b(?:i'?m|i am)\s+(?:a |an )?(?:(?:strict|lifelong|practicing|practising|full[- ]time|"
+    r"senior|junior|professional|retired|trained|registered|beginner|complete|total|huge)\s+)*"
+    r"(vegetarian|vegan|pescatarian|diabetic|allergic|lactose|gluten|coeliac|celiac|pregnant|"
+    r"blind|deaf|colou?r ?blind|dyslexic|left[- ]handed|retired|nurse|doctor|teacher|student|"
+    r"developer|programmer|engineer|designer|lawyer|accountant|scientist|researcher|writer|"
+    r"parent|mother|father|mom|mum|dad|beginner|expert|novice|physician|pharmacist|chef|"
+    r"musician|artist|manager|carpenter|electrician|farmer|pilot|vet|veterinarian|"
+    r"photographer|journalist|translator|freelancer|data scientist|sysadmin|professor|"
+    r"halal|kosher|(?:\w+ )?(?:developer|engineer|programmer|student|teacher|nurse|doctor))\b"
+    r"|\bi (?:live|work|study|grew up|was born) (?:in|at|as|for|from|near)\b"
+    r"|\b(?:i'?m|i am) (?:from|based in|located in|living in|moving to)\b"
+    r"|\bi (?:only|mostly|mainly|usually|always|exclusively) (?:use|code|write|program|speak|"
+    r"eat|drink|work|read|cook|run|develop|deploy)\b"
+    r"|\bi (?:don'?t|do not|can'?t|cannot|never) (?:eat|drink|use|read|speak|have|own|drive)\b"
+    r"|\bi (?:have|own) (?:a |an |two |three |\d+ )?(?:kids?|children|sons?|daughters?|"
+    r"dogs?|cats?|wife|husband|partner|allergy|allergies|diabetes|condition|mac|windows|"
+    r"linux|iphone|android)\b"
+    r"|\bmy (?:wife|husband|partner|kids?|children|son|daughter|dog|cat|job|work|company|"
+    r"team|stack|os|editor|diet|language|timezone|time zone|city|country|birthday|pronouns)"
+    r" (?:is|are|uses?|works?|lives?)\b"
+    r"|\bi (?:use|run|am on|'m on|work on|develop on) (?:a |an )?(?!it\b|this\b|that\b|them\b)"
+    r"[A-Z][\w+#.]*"
+    r"|\b(?:i'?m|i am) (?:in|at|near) [A-Z]"
+    r"|\bmy pronouns\b|\bi use (?:he|she|they)/\b|\ballergic to\b|\bintolerant\b",
+    re.IGNORECASE,
+)
+_TRANSIENT = re.compile(
+    r"\b(?:i'?m|i am) (?:\w+ )?(?:\w+ing|tired|confused|lost|stuck|sorry|sure|not sure|done|"
+    r"back|here|busy|bored|curious|afraid|a bit|a little|kind of|just)\b",
+    re.IGNORECASE,
+)
+_KIND_WORDS = (
+    ("language", re.compile(rf"\b(in|into|to) ({_LANG})\b|\b({_LANG}) only\b", re.I)),
+    (
+        "length",
+        re.compile(
+            r"\b(short|shorter|brief|briefer|concise|one[- ]line|single line|one sentence|"
+            r"\d+ words?|\w+ words? or (less|fewer)|under \w+ words|word count|long|longer|"
+            r"length|verbose|wordy|tl;?dr|detail(ed)?|to the point|succinct|terse|rambl\w*)\b",
+            re.I,
+        ),
+    ),
+    (
+        "format",
+        re.compile(
+            r"\b(bullet|bullets|list|lists|markdown|table|tables|headings?|headers?|code blocks?"
+            r"|numbered|format|formatting|bold|plain text|json|emojis?|examples?|comments?|"
+            r"type hints?|snake_case|camelcase|tabs|spaces|indent\w*|semicolons?|units?|metric"
+            r"|imperial|celsius|fahrenheit)\b",
+            re.I,
+        ),
+    ),
+    (
+        "tone",
+        re.compile(
+            r"\b(formal|informal|casual|friendly|polite|tone|jokes?|humou?r|funny|serious|"
+            r"sarcas\w*|apologi\w*|sorry|warm|blunt|direct|chatty|enthusias\w*|exclamation|"
+            r"cheerful|professional|emotional|flattery|compliments?)\b",
+            re.I,
+        ),
+    ),
+)
+_LEAD = re.compile(
+    r"^(?:(?:(?:no|nope|yes|yeah|ugh|hmm|lol)[,!.:;]+|and|but|also|so|oh|ok|okay|alright|well|hey|"
+    r"hi|btw|by the way|ps|p\.s\.|one more thing|just|honestly|seriously|look|listen|thanks|"
+    r"thank you|please|pls|"
+    r"plz|kindly|could you|can you|would you|will you|i'd like you to|i want you to|i need you"
+    r"to|make sure to|make sure you|be sure to|try to|remember to|remember that|keep in mind"
+    r"that|keep in mind|note that|for the record|fyi|for future reference|from now on|going "
+    r"forward|in (?:the )?future|in general|by default|as a rule)[\s,:;!-]+)+",
+    re.IGNORECASE,
+)
+_TAIL = re.compile(
+    r"[\s,;:-]*\b(?:(?:so |and )?(?:please )?(?:keep (?:that|this|it) in mind"
+    r"|remember (?:that|this|it)|bear (?:that|this|it) in mind|note that"
+    r"|take (?:that|this|it) into account)|from now on|going forward|moving forward"
+    r"|in (?:the )?future|from here on"
+    r"(?: out)?|for future (?:answers|replies|reference)|every time|each time|please|pls|plz|"
+    r"thanks|thank you|ok|okay|in general|by default|as a rule|if you can|if possible|"
+    r"from today|for the future|as well|too|all the time|thx|ty|going on|ever|from now|btw|"
+    r"by the way|thanks in advance|remember (?:it|this|that))\b[\s,.!?]*$",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class Captured:
+    """One standing statement: its kind, the memory text, and the clause it came from."""
+
+    kind: str
+    text: str
+    clause: str
+
+
+def clauses(reply: str) -> list[str]:
+    """The reply cut into sentences, and sentences into clauses at ", and" / "; " / " but "."""
+    parts: list[str] = []
+    protected = re.sub(r"\b(Mr|Mrs|Ms|Dr|Prof|St|e\.g|i\.e|vs)\.", r"\1<dot>", reply, flags=re.I)
+    for sentence in re.split(r"(?<=[.!?])\s+|\n+|(?<=[a-z])\.(?=[A-Z])", protected):
+        sentence = sentence.replace("<dot>", ".")
+        for piece in re.split(
+            r";\s*|,?\s+\band also\b\s+|,\s*and\s+|,?\s+\bbut\b\s+|\s+-+\s+", sentence
+        ):
+            if piece and piece.strip(" .!?,"):
+                parts.append(piece.strip())
+    return parts
+
+
+def _third_person(text: str) -> str:
+    """First person to "the user": "I prefer" -> "The user prefers", "my" -> "the user's"."""
+
+    def verb(m: re.Match[str]) -> str:
+        adverb, v = m.group(1) or "", m.group(2)
+        irregular = {
+            "am": "is",
+            "'m": "is",
+            "have": "has",
+            "do": "does",
+            "go": "goes",
+            "was": "was",
+            "can": "can",
+            "will": "will",
+            "would": "would",
+            "should": "should",
+            "could": "could",
+            "must": "must",
+            "might": "might",
+        }
+        if v.lower() in irregular:
+            return f"the user {adverb}{irregular[v.lower()]}"
+        if v.lower().endswith(("s", "sh", "ch", "x", "z", "o")):
+            return f"the user {adverb}{v}es"
+        if re.search(r"[^aeiou]y$", v):
+            return f"the user {adverb}{v[:-1]}ies"
+        return f"the user {adverb}{v}s"
+
+    t = re.sub(r"\bI'm\b|\bIm\b|\bi'm\b|\bim\b(?= a | an | from | in )", "the user is", text)
+    t = re.sub(r"\bI've\b", "the user has", t, flags=re.I)
+    t = re.sub(r"\bI'd\b", "the user would", t, flags=re.I)
+    t = re.sub(r"\bI'll\b", "the user will", t, flags=re.I)
+    t = re.sub(r"\bI don'?t\b|\bI do not\b", "the user does not", t, flags=re.I)
+    t = re.sub(r"\bI can'?t\b|\bI cannot\b", "the user cannot", t, flags=re.I)
+    t = re.sub(
+        r"\bI (only |mostly |mainly |usually |really |also |always |never |just )?"
+        r"([A-Za-z']+)",
+        verb,
+        t,
+        flags=re.I,
+    )
+    t = re.sub(r"\bmy\b", "the user's", t, flags=re.I)
+    t = re.sub(r"\bmine\b", "the user's", t, flags=re.I)
+    t = re.sub(r"\bmyself\b", "themselves", t, flags=re.I)
+    t = re.sub(r"\bme\b", "the user", t, flags=re.I)
+    return t
+
+
+def _tidy(clause: str) -> str:
+    """The clause as an instruction: lead-ins, markers and politeness out, first person turned
+    into "the user", a capital first letter and a full stop."""
+    t = clause.strip(" \t\"'`*_-")
+    t = re.sub(r"\s+", " ", t)
+    for _ in range(3):
+        t = _LEAD.sub("", t).strip()
+        t = _TAIL.sub("", t).strip(" ,;:-")
+    t = re.sub(r"^(?:you should|you must|you need to|you have to)\s+", "", t, flags=re.I)
+    t = re.sub(r"^stop using\b", "Do not use", t, flags=re.I)
+    t = re.sub(r"^(?:please )?stop\b", "Do not keep", t, flags=re.I)
+    t = re.sub(r"^no more\b", "No", t, flags=re.I)
+    t = _third_person(t)
+    t = t.rstrip(" .!?,;:")
+    return (t[:1].upper() + t[1:] + ".") if t else ""
+
+
+def _kind(clause: str) -> str:
+    for kind, pattern in _KIND_WORDS:
+        if pattern.search(clause):
+            return kind
+    return "other"
+
+
+def _name(clause: str) -> str | None:
+    m = _NAME.search(clause)
+    if m and m.group(1).lower() not in _NOT_CALLED:
+        return m.group(1)[:1].upper() + m.group(1)[1:]
+    m = _IM_NAME.search(clause)
+    if m:
+        name, rest = m.group(1), m.group(2).strip(" .,!")
+        by_the_way = re.match(r"^(by the way|btw|here|,|by the by)?\b", rest, re.I)
+        if name.lower() not in _NOT_NAMES and (not rest or (by_the_way and by_the_way.group(1))):
+            return name
+    m = _IM_NAME_LOWER.search(clause)
+    if m and m.group(1).lower() not in _NOT_NAMES | _NOT_CALLED:
+        return m.group(1)[:1].upper() + m.group(1)[1:]
+    return None
+
+
+def _contentful(text: str) -> bool:
+    """Whether a memory says something on its own (not "Do that." or "Never again.")."""
+    words = re.findall(r"[a-z]+", text.lower())
+    vague = {
+        "do",
+        "that",
+        "this",
+        "it",
+        "again",
+        "not",
+        "never",
+        "always",
+        "the",
+        "user",
+        "please",
+        "so",
+        "like",
+        "ever",
+        "keep",
+        "stuff",
+        "thing",
+        "things",
+        "is",
+        "don",
+        "doesn",
+        "anymore",
+        "more",
+        "any",
+        "stop",
+        "rule",
+        "that's",
+        "thats",
+        "how",
+        "way",
+        "want",
+        "said",
+    }
+    return any(w not in vague and len(w) > 2 for w in words)
+
+
+def capture(reply: str) -> list[Captured]:
+    """The standing statements of ``reply`` (empty when it only corrects the answer it follows
+    or says nothing lasting), at most one per kind and topic, in the order said."""
+    found: list[Captured] = []
+    parts = clauses(reply)
+    for i, clause in enumerate(parts):
+        if _ONE_OFF.search(clause) and not (_NAME.search(clause) or _FACT.search(clause)):
+            continue
+        name = _name(clause)
+        if name and not re.search(r"\b(call|name) (it|this|that|the|them|him|her)\b", clause, re.I):
+            found.append(Captured("name", f"Address the user as {name}.", clause))
+            continue
+        if re.search(r"\?\s*$", clause) and not _STANDING.search(clause):
+            continue  # a question is not a standing statement
+        is_fact = bool(_FACT.search(clause)) and not (
+            _TRANSIENT.search(clause) and not _FACT.search(_TRANSIENT.sub("", clause))
+        )
+        if not (is_fact or _STANDING.search(clause)):
+            continue
+        text = _tidy(clause)
+        if not _contentful(text):
+            # "THREE sentences max. That's the rule from now on.": the marker is about the
+            # clause before it.
+            before = parts[i - 1] if i else ""
+            if not before or before.rstrip().endswith("?") or _ONE_OFF.search(before):
+                continue
+            clause, text = before, _tidy(before)
+            if not _contentful(text) or any(c.clause == before for c in found):
+                continue
+        elif i and re.search(r"\b(them|it|those|these|that one)\b", clause, re.I):
+            # "Enough with the disclaimers. Never add them again.": say what "them" is.
+            before = parts[i - 1]
+            if not before.rstrip().endswith("?") and not any(c.clause == before for c in found):
+                text = f"{_tidy(before)} {text}"
+        kind = "fact" if is_fact and not _STANDING.search(clause) else _kind(clause)
+        if kind == "other" and is_fact:
+            kind = "fact"
+        found.append(Captured(kind, text, clause))
+    seen: set[str] = set()
+    out = []
+    for c in found:
+        key = c.text.lower() if c.kind not in ("name",) else "name"
+        if key not in seen:
+            seen.add(key)
+            out.append(c)
+    return out
+
+
+def remember(
+    store: Store,
+    reply: str,
+    *,
+    source: str,
+    turn_id: str | None = None,
+    conversation_id: str | None = None,
+) -> list[dict[str, Any]]:
+    """Capture ``reply`` (a reply's text or a feedback comment, ``source`` "reply" or
+    "feedback") into the store: one memory per standing statement, each with the memory it
+    replaced (a newer name replaces the older). Returns ``{"memory", "replaced"}`` per memory
+    made or confirmed."""
+    made = []
+    for c in capture(reply):
+        memory, replaced = memories.add(
+            store,
+            c.text,
+            c.kind,
+            source=source,
+            reply=reply[:2000],
+            turn_id=turn_id,
+            conversation_id=conversation_id,
+        )
+        made.append({"memory": memory, "replaced": replaced})
+        store.event(
+            "memory",
+            f"remembered: {memory['text']}",
+            memory_id=memory["id"],
+            replaced=replaced and replaced["id"],
+            turn_id=turn_id,
+        )
+    return made
+
+
+def remember_next_state(store: Store, turn_id: str) -> list[dict[str, Any]]:
+    """``remember`` on the user's reply to ``turn_id`` (its next state), if it is a user
+    message of a conversation that may be learned from; [] otherwise."""
+    row = store.db.execute(
+        "SELECT n.content, t.conversation_id FROM next_states n JOIN turns t ON t.id = n.turn_id "
+        "JOIN conversations c ON c.id = t.conversation_id "
+        "WHERE n.turn_id = ? AND n.role = 'user' AND t.learn = 1 AND c.learn = 1",
+        [turn_id],
+    ).fetchone()
+    if not row or not row[0]:
+        return []
+    return remember(store, row[0], source="reply", turn_id=turn_id, conversation_id=row[1])
+
+
+if __name__ == "__main__":
+    for c in capture(" ".join(sys.argv[1:]) or sys.stdin.read()):
+        print(f"{c.kind:9} {c.text}    <- {c.clause!r}")
