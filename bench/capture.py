@@ -4,7 +4,9 @@
 ``standing`` (a preference or fact that should hold from now on), ``oneoff`` (corrects this
 answer only) or ``neither``, with the standing ones' key word (the name, the number, the
 language). It is split once by voice: the rules of ``clawd.signals.memory`` were written
-looking at the ``FIT`` voices only; the headline numbers are on the other four.
+looking at the ``FIT`` voices only; the headline numbers are on the other four (``heldout``) and
+on ``bench/data/memory_replies_b.jsonl`` (``blind``: five more voices by another writer, who saw
+neither the rules nor the first set).
 
 - precision: of the replies that made a memory, the share labelled standing;
 - recall: of the standing replies, the share that made a memory;
@@ -14,7 +16,7 @@ looking at the ``FIT`` voices only; the headline numbers are on the other four.
 Each with its 95% Wilson interval. Run alone (a second; no model)::
 
     python -m bench.capture                  # held-out voices, misses listed
-    python -m bench.capture --split fit --out docs/bench/capture.json
+    python -m bench.capture --split blind --out docs/bench/capture-blind.json
 """
 
 from __future__ import annotations
@@ -29,6 +31,9 @@ from typing import Any
 from clawd.signals.memory import capture
 
 DATA = Path(__file__).parent / "data" / "memory_replies.jsonl"
+# A second set in five other voices, written apart from the rules and from the first set, and
+# never looked at while writing them.
+BLIND = Path(__file__).parent / "data" / "memory_replies_b.jsonl"
 FIT = ("terse", "polite", "annoyed", "casual")  # the voices the rules were written on
 
 
@@ -81,17 +86,21 @@ def score(rows: list[dict[str, Any]]) -> tuple[dict[str, Any], list[dict[str, An
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--split", choices=("heldout", "fit", "all"), default="heldout")
+    ap.add_argument("--split", choices=("heldout", "blind", "fit", "all"), default="heldout")
     ap.add_argument("--out", type=Path)
     ap.add_argument("--quiet", action="store_true", help="no list of misses")
     args = ap.parse_args()
-    rows = [json.loads(line) for line in DATA.read_text(encoding="utf-8").splitlines() if line]
-    pick = {
-        "fit": lambda r: r["voice"] in FIT,
-        "heldout": lambda r: r["voice"] not in FIT,
-        "all": lambda r: True,
+    def read(path: Path) -> list[dict[str, Any]]:
+        return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+    first, blind = read(DATA), read(BLIND)
+    rows = {
+        "fit": [r for r in first if r["voice"] in FIT],
+        "heldout": [r for r in first if r["voice"] not in FIT],
+        "blind": blind,
+        "all": first + blind,
     }[args.split]
-    figures, misses = score([r for r in rows if pick(r)])
+    figures, misses = score(rows)
     if not args.quiet:
         for m in misses:
             print(json.dumps(m, ensure_ascii=False))

@@ -65,14 +65,23 @@ _NOT_CALLED = frozenset(
 
 _STANDING = re.compile(
     r"\b(from now( on)?|from here on|every (answer|reply|response|message)|each (answer|reply)"
-    r"|(no|none|nothing|not|without)\b[^.]*\bever|only [\w+#.]+ for me|with me\b|to me\b|for me\b"
+    r"|(no|none|nothing|not|without)\b[^.]*\bever|only [\w+#.]+ for me"
+    r"|(talk|speak|write|be) \w+ (to|with) me|suits? (me|us)|works? (better|best) for (me|us)"
+    r"|would (be )?(preferable|appreciated|ideal|better|best|welcome|helpful|suit|help)"
+    r"|i (do |really |would |'d )?(prefer|welcome|appreciate|find (it|\w+) (easier|harder|better))"
+    r"|(stuff|things|everything|anything) like|for (anything|everything|all|any) \w+"
+    r"|(explain|give|write|suggest|use|keep|make|show) (stuff|things|everything|anything)"
+    r"|in every \w+|for all \w+|(stick to|follow) (that|those|this|it|them)"
+    r"|(keep|bear) (both|that|this|it|them) in mind|worth knowing|for context|fyi|f\.y\.i"
+    r"|for what it'?s worth|incidentally|i should mention|if that changes|unless i"
+    r"|(in )?subsequent|you (may|can|should) assume|assume (that )?i|don'?t ever"
     r"|my answers|that'?s (the|a|my) rule|from this point|going forward|moving forward"
     r"|in (the )?future"
     r"|for future|next time|every time|each time|all the time|whenever|in general|generally"
     r"|by default|as a rule|always|never|any more|anymore|remember|keep in mind|note that"
     r"|don'?t forget|for the future|from today|all (of )?your (answers|replies|responses)"
     r"|(in|for) (all|every|each|any) (answer|reply|response|message)s?"
-    r"|(your|the) (answers|replies|responses) (are|should|need|must|to be|could)"
+    r"|(your|the) (answers|replies|responses) (should|need|must|to be|could)"
     r"|keep (your |the |all |)(answers|replies|responses)"
     r"|(answers|replies|responses) (in|to|under|at|of|like|that|should|must|need)"
     r"|i('d| would)? (really )?(prefer|like|want|need|love|hate) (it )?(when|if|that|short|"
@@ -84,17 +93,40 @@ _STANDING = re.compile(
     r"|my (native|first|preferred) language|the way i like|how i like)\b",
     re.IGNORECASE,
 )
+# Markers that say outright that a request lasts, whatever else the sentence corrects.
+_STRONG = re.compile(
+    r"\b(from now on|always|in (the )?future|going forward|every time|by default|remember"
+    r"|from here on|in general|for all|in every|all (of )?your)\b",
+    re.IGNORECASE,
+)
+# "We rent, so nothing that damages paint": something about the user and what follows from it.
+_SO_THEREFORE = re.compile(
+    r"\b(i|i'?m|im|we|we'?re|my|our|me|us)\b.*\b(so|as|since|because)\b.*\b(keep|use|give|"
+    r"assume|stick|skip|avoid|would|need|pls|please|suggest|make|mind|prefer|only|no|don'?t|"
+    r"better|ideal|realistic|cheap|should|must|want|easier|help|helps|explain|recipes?|ideas?|"
+    r"answers?|replies|examples?|tips|lists?)\b",
+    re.IGNORECASE,
+)
+# "you always do this", "I never said that": a complaint or a statement, not an instruction.
+_HABIT = re.compile(
+    r"\b(you|u|they|he|she|i|we)\s+(always|never)\s+\w+\s+(this|that|it|the same|so|me)\b"
+    r"|\b(it|this|that)\s+(always|never)\b|\bi never (said|asked|meant|wanted)\b"
+    r"|\bnever (mind|again|heard|thought|knew|would'?ve|would have)\b",
+    re.I,
+)
 _ONE_OFF = re.compile(
     r"\b(this time|just this once|this once|for now|for this (one|answer|question|task|time)"
     r"|(in|for) this (case|one)|right now|today only|only here|this (answer|reply|response)"
     r"|that (answer|reply|response)|redo|re-?write (it|this|that)|try again|again please"
     r"|not that|i asked (for|about)|i meant|i said|wrong|you forgot|you missed|you made"
-    r"|instead of (that|this|it))\b",
+    r"|instead of (that|this|it)|here|(make|do|write|redo|change|fix|rewrite|shorten|translate"
+    r"|expand|rephrase) (it|this|that)\b)\b",
     re.IGNORECASE,
 )
 _NAME = re.compile(
     r"\b(?:call me|address me as|refer to me as|my name(?:'s| is)|i go by|you can call me"
-    r"|just call me|name'?s|i am called|i'?m called|people call me)\s+"
+    r"|just call me|name'?s|i am called|i'?m called|(?:people|everyone|everybody|friends"
+    r"|they|most people|folks) (?:usually |just |all )?calls? me)\s+"
     r"((?:(?:mr|mrs|ms|miss|dr|prof)\.?\s+)?[A-Za-z][\w'-]{1,30})",
     re.IGNORECASE,
 )
@@ -145,6 +177,8 @@ _KIND_WORDS = (
         re.compile(
             r"\b(short|shorter|brief|briefer|concise|one[- ]line|single line|one sentence|"
             r"\d+ words?|\w+ words? or (less|fewer)|under \w+ words|word count|long|longer|"
+            r"\w+ (sentences?|words?|lines?|paragraphs?) (max|at most|or (less|fewer))|"
+            r"max(imum)? (of )?\w+ (sentences?|words?|lines?|paragraphs?)|"
             r"length|verbose|wordy|tl;?dr|detail(ed)?|to the point|succinct|terse|rambl\w*)\b",
             re.I,
         ),
@@ -201,18 +235,24 @@ class Captured:
     clause: str
 
 
-def clauses(reply: str) -> list[str]:
-    """The reply cut into sentences, and sentences into clauses at ", and" / "; " / " but "."""
-    parts: list[str] = []
+def sentences(reply: str) -> list[list[str]]:
+    """The reply cut into sentences, and each into clauses at ", and" / "; " / " but "."""
+    out: list[list[str]] = []
     protected = re.sub(r"\b(Mr|Mrs|Ms|Dr|Prof|St|e\.g|i\.e|vs)\.", r"\1<dot>", reply, flags=re.I)
     for sentence in re.split(r"(?<=[.!?])\s+|\n+|(?<=[a-z])\.(?=[A-Z])", protected):
         sentence = sentence.replace("<dot>", ".")
-        for piece in re.split(
+        pieces = re.split(
             r";\s*|,?\s+\band also\b\s+|,\s*and\s+|,?\s+\bbut\b\s+|\s+-+\s+", sentence
-        ):
-            if piece and piece.strip(" .!?,"):
-                parts.append(piece.strip())
-    return parts
+        )
+        kept = [p.strip() for p in pieces if p and p.strip(" .!?,")]
+        if kept:
+            out.append(kept)
+    return out
+
+
+def clauses(reply: str) -> list[str]:
+    """Every clause of the reply, in order (``sentences``, flattened)."""
+    return [c for s in sentences(reply) for c in s]
 
 
 def _third_person(text: str) -> str:
@@ -294,7 +334,7 @@ def _name(clause: str) -> str | None:
     m = _IM_NAME.search(clause)
     if m:
         name, rest = m.group(1), m.group(2).strip(" .,!")
-        by_the_way = re.match(r"^(by the way|btw|here|,|by the by)?\b", rest, re.I)
+        by_the_way = re.match(r"^(by the way|btw|here|,|by the by|not\b|, not\b)?", rest, re.I)
         if name.lower() not in _NOT_NAMES and (not rest or (by_the_way and by_the_way.group(1))):
             return name
     m = _IM_NAME_LOWER.search(clause)
@@ -347,9 +387,14 @@ def capture(reply: str) -> list[Captured]:
     """The standing statements of ``reply`` (empty when it only corrects the answer it follows
     or says nothing lasting), at most one per kind and topic, in the order said."""
     found: list[Captured] = []
-    parts = clauses(reply)
+    split = sentences(reply)
+    parts = [c for s in split for c in s]
+    # "Redo it but funnier": a correction in a sentence makes its other clauses one-off too,
+    # unless one says outright that it lasts.
+    one_off = [any(_ONE_OFF.search(c) for c in s) for s in split for _ in s]
     for i, clause in enumerate(parts):
-        if _ONE_OFF.search(clause) and not (_NAME.search(clause) or _FACT.search(clause)):
+        lasting = _NAME.search(clause) or _FACT.search(clause) or _STRONG.search(clause)
+        if one_off[i] and not lasting:
             continue
         name = _name(clause)
         if name and not re.search(r"\b(call|name) (it|this|that|the|them|him|her)\b", clause, re.I):
@@ -360,7 +405,9 @@ def capture(reply: str) -> list[Captured]:
         is_fact = bool(_FACT.search(clause)) and not (
             _TRANSIENT.search(clause) and not _FACT.search(_TRANSIENT.sub("", clause))
         )
-        if not (is_fact or _STANDING.search(clause)):
+        if not (
+            is_fact or _STANDING.search(_HABIT.sub(" ", clause)) or _SO_THEREFORE.search(clause)
+        ):
             continue
         text = _tidy(clause)
         if not _contentful(text):
@@ -372,7 +419,11 @@ def capture(reply: str) -> list[Captured]:
             clause, text = before, _tidy(before)
             if not _contentful(text) or any(c.clause == before for c in found):
                 continue
-        elif i and re.search(r"\b(them|it|those|these|that one)\b", clause, re.I):
+        elif i and re.search(
+            r"\b(them|it|those|these|that one)\b|\b(follow|keep|remember|use|do) (that|this)\b",
+            clause,
+            re.I,
+        ):
             # "Enough with the disclaimers. Never add them again.": say what "them" is.
             before = parts[i - 1]
             if not before.rstrip().endswith("?") and not any(c.clause == before for c in found):

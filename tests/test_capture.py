@@ -1,0 +1,78 @@
+"""Capture (``clawd/signals/memory.py``): which replies state a standing preference, and the
+memory text each makes. The labelled benchmark (``bench/capture.py``) measures the rates;
+these are the cases the product must never get wrong."""
+
+from __future__ import annotations
+
+import pytest
+
+from clawd.signals.memory import capture, clauses
+
+
+def made(reply: str) -> list[tuple[str, str]]:
+    return [(c.kind, c.text) for c in capture(reply)]
+
+
+def test_the_new_users_reply_makes_a_name_and_a_length() -> None:
+    reply = "Way too long. Please call me Ana, and keep answers to one line from now on."
+    assert made(reply) == [
+        ("name", "Address the user as Ana."),
+        ("length", "Keep answers to one line."),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("reply", "kind", "word"),
+    [
+        ("my name is Kofi", "name", "Kofi"),
+        ("im marco btw", "name", "Marco"),
+        ("I'm vegetarian, so keep that in mind.", "fact", "vegetarian"),
+        ("I live in Lisbon.", "fact", "Lisbon"),
+        ("Always answer in French please", "language", "French"),
+        ("From now on, no bullet points.", "format", "bullet"),
+        ("I prefer short answers", "length", "short"),
+        ("stop using emojis", "format", "emojis"),
+        ("Keep your answers under 50 words.", "length", "50"),
+    ],
+)
+def test_standing_statements_become_memories_that_keep_their_words(
+    reply: str, kind: str, word: str
+) -> None:
+    [(got_kind, text)] = made(reply)
+    assert got_kind == kind and word in text, text
+    assert text[0].isupper() and text.endswith(".")
+    assert " I " not in f" {text} " and " my " not in f" {text} "  # second/third person
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "I asked for Python, not C++.",
+        "Too long.",
+        "shorter please",
+        "Redo it in French.",
+        "Can you call it something else?",
+        "call me back later",
+        "Thanks, that works!",
+        "Tom liked it.",
+        "I'm tired today.",
+        "This time, use a table.",
+        "Why is that?",
+        "you always do this",
+    ],
+)
+def test_one_off_corrections_and_plain_replies_make_none(reply: str) -> None:
+    assert made(reply) == []
+
+
+def test_a_marker_in_its_own_sentence_is_about_the_one_before() -> None:
+    assert made("THREE sentences max. That's the rule from now on.") == [
+        ("length", "THREE sentences max.")
+    ]
+
+
+def test_clauses_keep_titles_whole() -> None:
+    assert clauses("Stop calling me buddy. It's Mr. Haddad.") == [
+        "Stop calling me buddy.",
+        "It's Mr. Haddad.",
+    ]
