@@ -4,9 +4,9 @@
 ``standing`` (a preference or fact that should hold from now on), ``oneoff`` (corrects this
 answer only) or ``neither``, with the standing ones' key word (the name, the number, the
 language). It is split once by voice: the rules of ``clawd.signals.memory`` were written
-looking at the ``FIT`` voices only; the headline numbers are on the other four (``heldout``) and
-on ``bench/data/memory_replies_b.jsonl`` (``blind``: five more voices by another writer, who saw
-neither the rules nor the first set).
+looking at the ``FIT`` voices and at ``memory_replies_b.jsonl`` only (``fit``); the headline
+numbers are on the first set's other four voices (``heldout``) and on ``memory_replies_c.jsonl``
+(``blind``: five more voices by another writer, who saw neither the rules nor the other sets).
 
 - precision: of the replies that made a memory, the share labelled standing;
 - recall: of the standing replies, the share that made a memory;
@@ -31,9 +31,12 @@ from typing import Any
 from clawd.signals.memory import capture
 
 DATA = Path(__file__).parent / "data" / "memory_replies.jsonl"
-# A second set in five other voices, written apart from the rules and from the first set, and
-# never looked at while writing them.
-BLIND = Path(__file__).parent / "data" / "memory_replies_b.jsonl"
+# A second set in five other voices, written apart from the rules and the first set; measured
+# blind once (recall 0.56), then used to write rules, so it counts with the fit voices now.
+SECOND = Path(__file__).parent / "data" / "memory_replies_b.jsonl"
+# A third set in five more voices by another writer, who saw neither the rules nor the other
+# sets; never looked at while writing the rules.
+BLIND = Path(__file__).parent / "data" / "memory_replies_c.jsonl"
 FIT = ("terse", "polite", "annoyed", "casual")  # the voices the rules were written on
 
 
@@ -93,12 +96,12 @@ def main() -> None:
     def read(path: Path) -> list[dict[str, Any]]:
         return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
 
-    first, blind = read(DATA), read(BLIND)
+    first, second, blind = read(DATA), read(SECOND), read(BLIND)
     rows = {
-        "fit": [r for r in first if r["voice"] in FIT],
+        "fit": [r for r in first if r["voice"] in FIT] + second,
         "heldout": [r for r in first if r["voice"] not in FIT],
         "blind": blind,
-        "all": first + blind,
+        "all": first + second + blind,
     }[args.split]
     figures, misses = score(rows)
     if not args.quiet:

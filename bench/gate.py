@@ -34,7 +34,7 @@ from bench.adapterkit import fit_answer, make_adapter
 from clawd.chattemplate import ChatTemplate
 from clawd.models import resolve
 
-SCALES = (0.003, 0.005)  # random-nudge scales: KL to base about 0.003 and 0.01
+SCALES = (0.01, 0.02)  # random-nudge scales (KL to base measured in the results)
 LOOPS = ("I'm sorry, I'm sorry, I'm sorry, I'm sorry.", " 1." * 16, "A: A: A: A: A: A: A:")
 STEPS = (6, 60)  # fitting steps of a collapsed adapter: partial, full
 

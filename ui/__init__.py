@@ -1,1 +1,1 @@
-"""The Textual TUI of clawd: chat, learning review and adapters, over the daemon's REST API."""
+"""The Textual TUI of clawd: chat, learning review, adapters and memories, over the REST API."""

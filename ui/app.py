@@ -1,6 +1,7 @@
-"""The clawd TUI: Chat, Learning and Adapters views over the daemon's REST API.
+"""The clawd TUI: Chat, Learning, Adapters and Memories views over the daemon's REST API.
 
-F1/F2/F3 switch views; Ctrl+P opens the command palette, which lists every action; the footer
+F1/F2/F3/F5 switch views (F4 renames the chat); Ctrl+G undoes what the newest answer's
+"Remembered:" notice says; Ctrl+P opens the command palette, which lists every action; the footer
 shows the keys of the focused view. Styles are in ``clawd.tcss`` beside this file.
 
 Run alone against a running daemon (``clawd chat`` also starts one when none answers)::
@@ -23,6 +24,7 @@ from ui.adapters import AdaptersPane
 from ui.chat import ChatPane
 from ui.client import Client, DaemonError
 from ui.learning import LearningPane
+from ui.memories import MemoriesPane
 
 
 class ClawdApp(App):
@@ -34,6 +36,8 @@ class ClawdApp(App):
         Binding("f1", "view('chat')", "Chat", show=False),
         Binding("f2", "view('learning')", "Learning", show=False),
         Binding("f3", "view('adapters')", "Adapters", show=False),
+        Binding("f5", "view('memories')", "Memories", show=False),
+        Binding("ctrl+g", "undo_memory", "Undo memory", show=False),
         Binding("escape", "stop", "Stop", show=False),
         Binding("ctrl+n", "new_chat", "New"),
         Binding("ctrl+r", "regenerate", "Regenerate"),
@@ -59,6 +63,8 @@ class ClawdApp(App):
                 yield LearningPane(self.client, id="learning-pane")
             with TabPane("Adapters F3", id="adapters-tab"):
                 yield AdaptersPane(self.client, id="adapters-pane")
+            with TabPane("Memories F5", id="memories"):
+                yield MemoriesPane(self.client, id="memories-pane")
         yield Footer()
 
     async def on_mount(self) -> None:
@@ -94,6 +100,10 @@ class ClawdApp(App):
     def adapters(self) -> AdaptersPane:
         return self.screen_stack[0].query_one(AdaptersPane)
 
+    @property
+    def memories(self) -> MemoriesPane:
+        return self.screen_stack[0].query_one(MemoriesPane)
+
     # -- views --------------------------------------------------------------------------------
     async def action_view(self, name: str) -> None:
         tab = {"adapters": "adapters-tab"}.get(name, name)
@@ -114,6 +124,9 @@ class ClawdApp(App):
         elif tab == "adapters-tab":
             await self.adapters.reload()
             self.adapters.query_one("#adapters").focus()
+        elif tab == "memories":
+            await self.memories.reload()
+            self.memories.query_one("#memories").focus()
         elif tab == "chat":
             self.chat.query_one("#composer").focus()
 
@@ -146,6 +159,9 @@ class ClawdApp(App):
     def action_rate(self, rating: int, comment: bool = False) -> None:
         self.run_worker(self.chat.rate(self.chat.target(), rating, comment))
 
+    def action_undo_memory(self) -> None:
+        self.run_worker(self.chat.undo_memory())
+
     # -- the command palette ---------------------------------------------------------------
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
@@ -160,6 +176,11 @@ class ClawdApp(App):
                 "Adapters view",
                 "Versions, gate, curves, why (F3)",
                 lambda: self.action_view("adapters"),
+            ),
+            (
+                "Memories view",
+                "What clawd remembers of you (F5)",
+                lambda: self.action_view("memories"),
             ),
             ("New chat", "Start a new conversation (Ctrl+N)", self.action_new_chat),
             ("Regenerate", "Write the last answer again (Ctrl+R)", self.action_regenerate),
@@ -207,6 +228,19 @@ class ClawdApp(App):
             ),
             ("Use base model", "Serve without any adapter (0)", self.adapters.action_base),
             ("Why did it learn this?", "Tokens coloured by OPD advantage (w)", self.adapters.why),
+            (
+                "Undo remembered",
+                "Forget what your last reply made clawd remember (Ctrl+G)",
+                self.action_undo_memory,
+            ),
+            ("Add memory", "Something clawd should always know (a)", self.memories.action_add),
+            ("Edit memory", "Change the selected memory (e)", self.memories.action_edit),
+            (
+                "Switch memory off/on",
+                "Keep the selected memory out of answers, or put it back (o)",
+                self.memories.action_toggle,
+            ),
+            ("Delete memory", "Forget the selected memory (x)", self.memories.action_delete),
         ]
         for title, help_text, callback in commands:
             yield SystemCommand(title, help_text, callback)

@@ -1,7 +1,9 @@
 """The chat view: a conversation sidebar, the messages, and the composer.
 
 Streams answers from the daemon, labels each answer with the adapter that wrote it, sends
-thumbs and comments as feedback, and keeps the per-chat "don't learn from this" switch.
+thumbs and comments as feedback, and keeps the per-chat "don't learn from this" switch. Under an
+answer, a folded "memory: N used" line lists the memories in its context, and a notice says what
+your reply made clawd remember, with undo (^G, or u on the answer).
 Every action here is also a command in the palette (see ``ui.app``).
 
 Not run alone; ``python -m ui`` starts the whole TUI.
@@ -18,7 +20,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Label, ListItem, ListView, Static
 
-from ui.client import Client, DaemonError
+from ui.client import ChatEvent, Client, DaemonError
 from ui.dialogs import CommentScreen, ConfirmScreen, PromptScreen
 from ui.messages import Composer, MessageView, last_user_text, to_markdown
 
@@ -144,6 +146,7 @@ class ChatPane(Horizontal):
     async def stream(self, view: MessageView) -> None:
         log = self.query_one("#messages", VerticalScroll)
         state = "cancelled"
+        done: ChatEvent | None = None
         try:
             events = self.client.stream_chat(
                 self.history,
@@ -153,6 +156,7 @@ class ChatPane(Horizontal):
             )
             async for event in events:
                 if event.kind == "done":
+                    done = event
                     view.response_id, view.adapter = event.id, event.adapter_version
                     new = self.conversation_id is None
                     self.conversation_id = event.conversation_id or self.conversation_id
@@ -173,8 +177,53 @@ class ChatPane(Horizontal):
             self.history.append({"role": "assistant", "content": view.text})
             self.update_header()
             await self.refresh_list()
+            if done is not None:
+                await self.show_memory_notes(view, done)
         else:
             await self._undo_last_question(view)
+
+    async def show_memory_notes(self, view: MessageView, done: ChatEvent) -> None:
+        """Under the answer: the memories it used (folded) and those the reply made."""
+        if done.remembered:
+            view.show_remembered(done.remembered)
+        used, left = done.memories, done.memories_left_out
+        if not (used or left):
+            return
+        texts: dict[int, str] = {}
+        try:
+            texts = {m["id"]: m["text"] for m in await self.client.memories()}
+        except DaemonError:
+            pass  # the count still shows; the Memories view has the texts
+        view.show_memories(used, left, texts)
+
+    @on(MessageView.UndoMemory)
+    def on_undo_memory(self, event: MessageView.UndoMemory) -> None:
+        self.run_worker(self.undo_memory(event.view))
+
+    async def undo_memory(self, view: MessageView | None = None) -> None:
+        """Forget what the newest (or the given) answer's notice says was remembered; a memory
+        one of them replaced comes back."""
+        if view is None:
+            pending = [v for v in self.query(MessageView) if v.pending_memories()]
+            view = pending[-1] if pending else None
+        if view is None:
+            self.app.notify("Nothing remembered to undo.", severity="warning")
+            return
+        restored, failed = 0, None
+        for entry in view.pending_memories():
+            try:
+                answer = await self.client.delete_memory(entry["id"])
+                restored += len(answer.get("restored") or [])
+            except DaemonError as exc:
+                if exc.status != 404:  # 404: already forgotten (in the Memories view)
+                    failed = exc
+                    break
+            entry["undone"] = True
+        view.show_remembered([])
+        if failed is not None:
+            self.app.notify(str(failed), severity="error")
+            return
+        self.app.notify("Undone." + (" The memory it replaced is back." if restored else ""))
 
     async def _undo_last_question(self, view: MessageView) -> None:
         """A stopped or failed answer is not kept: the question goes back into the composer."""
@@ -229,12 +278,14 @@ class ChatPane(Horizontal):
                 return
             rating, text = result
         try:
-            await self.client.feedback(view.response_id, rating, text)
+            answer = await self.client.feedback(view.response_id, rating, text)
         except DaemonError as exc:
             self.app.notify(str(exc), severity="error")
             return
         view.rating = rating
         view.refresh_label()
+        if answer.get("remembered"):  # a comment may state a standing preference too
+            view.show_remembered(answer["remembered"])
         self.app.notify("Thanks: clawd will learn from this." if self.learn else "Feedback saved.")
 
     async def toggle_learn(self) -> None:

@@ -2,7 +2,8 @@
 
 Every call maps transport and HTTP failures to ``DaemonError`` whose message says what happened
 and what to do (start the daemon, fix the token). ``stream_chat`` parses the OpenAI SSE stream
-into ``ChatEvent`` values, including clawd's own ``clawd`` field on the last chunk.
+into ``ChatEvent`` values; the ``done`` event carries clawd's own ``clawd`` field of the last
+chunk whole (``ChatEvent.clawd``: the memories the answer used, those a reply made, ...).
 
 Run alone to check a daemon (reads the token from CLAWD_HOME)::
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
@@ -35,7 +36,11 @@ class DaemonError(Exception):
 
 @dataclass
 class ChatEvent:
-    """One piece of a streamed answer: ``reasoning`` or ``content`` text, or the final ``done``."""
+    """One piece of a streamed answer: ``reasoning`` or ``content`` text, or the final ``done``.
+
+    ``clawd`` is the daemon's extra object of the final chunk, as sent: ``memories`` (ids in the
+    answer's context), ``memories_left_out`` (ids over the token budget) and ``remembered``
+    (``{"id", "text", "replaced"}`` for each memory this request's reply made)."""
 
     kind: str
     text: str = ""
@@ -43,6 +48,19 @@ class ChatEvent:
     conversation_id: str | None = None
     adapter_version: str | None = None
     finish_reason: str | None = None
+    clawd: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def memories(self) -> list[int]:
+        return list(self.clawd.get("memories") or [])
+
+    @property
+    def memories_left_out(self) -> list[int]:
+        return list(self.clawd.get("memories_left_out") or [])
+
+    @property
+    def remembered(self) -> list[dict[str, Any]]:
+        return list(self.clawd.get("remembered") or [])
 
 
 class Client:
@@ -116,9 +134,12 @@ class Client:
     async def delete_conversation(self, cid: str) -> None:
         await self.request("DELETE", f"/v1/conversations/{seg(cid)}")
 
-    async def feedback(self, response_id: str, rating: int, comment: str | None = None) -> None:
+    async def feedback(
+        self, response_id: str, rating: int, comment: str | None = None
+    ) -> dict[str, Any]:
+        """Rate an answer; the reply's ``remembered`` lists memories its comment made."""
         body = {"id": response_id, "rating": rating, "comment": comment or None}
-        await self.request("POST", "/v1/feedback", body)
+        return await self.request("POST", "/v1/feedback", body)
 
     async def stream_chat(
         self,
@@ -171,6 +192,27 @@ class Client:
     async def train_now(self) -> dict[str, Any]:
         return await self.request("POST", "/v1/train")
 
+    # -- memories ---------------------------------------------------------------------------
+    async def memories(self, status: str | None = None) -> list[dict[str, Any]]:
+        """Every memory (or those of one status: active, learned, off, replaced), newest first."""
+        query = f"?status={quote(status)}" if status else ""
+        return (await self.request("GET", f"/v1/memories{query}"))["data"]
+
+    async def add_memory(self, text: str, kind: str = "other") -> dict[str, Any]:
+        """The new memory, with ``replaced``: the memory it replaced, or None."""
+        return await self.request("POST", "/v1/memories", {"text": text, "kind": kind})
+
+    async def edit_memory(
+        self, memory_id: int, *, text: str | None = None, status: str | None = None
+    ) -> dict[str, Any]:
+        """A new text, or ``status`` "off" / "active"."""
+        body = {k: v for k, v in (("text", text), ("status", status)) if v is not None}
+        return await self.request("PATCH", f"/v1/memories/{int(memory_id)}", body)
+
+    async def delete_memory(self, memory_id: int) -> dict[str, Any]:
+        """Forget a memory; ``restored`` lists the ids of memories it had replaced."""
+        return await self.request("DELETE", f"/v1/memories/{int(memory_id)}")
+
     # -- adapters ---------------------------------------------------------------------------
     async def adapters(self) -> dict[str, Any]:
         return await self.request("GET", "/v1/adapters")
@@ -215,6 +257,7 @@ async def _parse_sse(lines: AsyncIterator[str]) -> AsyncIterator[ChatEvent]:
                     conversation_id=extra.get("conversation_id"),
                     adapter_version=extra.get("adapter_version"),
                     finish_reason=choice["finish_reason"],
+                    clawd=extra,
                 )
 
 

@@ -1,4 +1,5 @@
-"""Small modal dialogs of the TUI: confirm an action, ask for a line of text, comment on an answer.
+"""Small modal dialogs of the TUI: confirm an action, ask for a line of text, comment on an answer,
+add a memory.
 
 Each is a ``ModalScreen`` that dismisses with its result (None when the user backs out with Esc).
 Not run alone; ``python -m ui`` shows them in use.
@@ -10,7 +11,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label, Switch
+from textual.widgets import Button, Input, Label, Select, Switch
 
 
 class ConfirmScreen(ModalScreen[bool]):
@@ -80,3 +81,31 @@ class CommentScreen(ModalScreen[tuple[int, str] | None]):
             return
         rating = 1 if self.query_one("#good", Switch).value else -1
         self.dismiss((rating, event.value.strip()))
+
+
+MEMORY_KINDS = ("other", "name", "length", "language", "format", "tone", "fact")
+
+
+class MemoryScreen(ModalScreen[tuple[str, str] | None]):
+    """A new memory: its text and kind (a newer name, length or language replaces the older
+    one). Enter adds, Esc cancels; dismisses with ``(text, kind)``."""
+
+    BINDINGS = [Binding("escape", "dismiss(None)", "Cancel")]
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Label("What should clawd remember? (Enter adds)", classes="question")
+            yield Input(placeholder="e.g. Keep answers to one paragraph.", id="memory-text")
+            yield Select(
+                [(kind, kind) for kind in MEMORY_KINDS],
+                value="other",
+                allow_blank=False,
+                id="memory-kind",
+            )
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if not event.value.strip():
+            self.notify("Write the memory, or press Esc to cancel.", severity="warning")
+            return
+        kind = self.query_one("#memory-kind", Select).value
+        self.dismiss((event.value.strip(), str(kind)))

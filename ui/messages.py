@@ -1,5 +1,6 @@
-"""The pieces of a chat: one message (streamed markdown, folded thinking, adapter label, rating),
-the composer (Enter sends, Shift+Enter or Ctrl+J adds a line), and Markdown export.
+"""The pieces of a chat: one message (streamed markdown, folded thinking, adapter label, rating,
+the memories it used and the ones your reply made), the composer (Enter sends, Shift+Enter or
+Ctrl+J adds a line), and Markdown export.
 
 Not run alone; ``ui.chat`` puts them together.
 """
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -24,6 +26,7 @@ class MessageView(Vertical, can_focus=True):
         Binding("plus,equals_sign", "rate(1)", "Good"),
         Binding("minus", "rate(-1)", "Bad"),
         Binding("c", "comment", "Comment"),
+        Binding("u", "undo_memory", "Undo memory", show=False),
     ]
 
     class Rate(Message):
@@ -32,6 +35,13 @@ class MessageView(Vertical, can_focus=True):
         def __init__(self, view: MessageView, rating: int | None, comment: bool) -> None:
             super().__init__()
             self.view, self.rating, self.comment = view, rating, comment
+
+    class UndoMemory(Message):
+        """The user asked to forget the memories shown under this message."""
+
+        def __init__(self, view: MessageView) -> None:
+            super().__init__()
+            self.view = view
 
     def __init__(
         self,
@@ -48,6 +58,9 @@ class MessageView(Vertical, can_focus=True):
         self.response_id, self.adapter, self.rating = response_id, adapter, rating
         self.state = "done" if text or role == "user" else "waiting"
         self._stream: MarkdownStream | None = None
+        self.memory_ids: list[int] = []  # the memories in this answer's context
+        # {"id", "text", "replaced", "undone"}: memories the reply before this answer made
+        self.remembered: list[dict[str, Any]] = []
 
     def compose(self) -> ComposeResult:
         yield Static(self.label_text(), classes="label")
@@ -55,10 +68,16 @@ class MessageView(Vertical, can_focus=True):
             with Collapsible(title="thinking", collapsed=True, classes="thinking"):
                 yield Static(self.reasoning, classes="reasoning")
         yield Markdown(self.text, classes="body")
+        if self.role == "assistant":
+            with Collapsible(title="memory", collapsed=True, classes="memory"):
+                yield Static(classes="memory-texts")
+            yield Static(classes="remembered")
 
     def on_mount(self) -> None:
         if self.role == "assistant":
-            self.query_one(Collapsible).display = bool(self.reasoning)
+            self.query_one(".thinking", Collapsible).display = bool(self.reasoning)
+            self.query_one(".memory", Collapsible).display = False
+            self.query_one(".remembered", Static).display = False
         self.can_focus = self.role == "assistant"
 
     def label_text(self) -> str:
@@ -87,7 +106,7 @@ class MessageView(Vertical, can_focus=True):
             self.refresh_label()
         if kind == "reasoning":
             self.reasoning += text
-            self.query_one(Collapsible).display = True
+            self.query_one(".thinking", Collapsible).display = True
             self.query_one(".reasoning", Static).update(self.reasoning)
             return
         self.text += text
@@ -102,6 +121,38 @@ class MessageView(Vertical, can_focus=True):
         self.state = state
         self.refresh_label()
 
+    def show_memories(
+        self, used: list[int], left_out: list[int], texts: dict[int, str] | None = None
+    ) -> None:
+        """A dim folded line "memory: 2 used" whose body lists the texts (when known)."""
+        self.memory_ids = list(used)
+        texts = texts or {}
+        box = self.query_one(".memory", Collapsible)
+        box.title = memory_title(used, left_out)
+        body = Text()
+        for mid in used:
+            body.append(f"• {texts.get(mid, f'memory {mid}')}\n")
+        for mid in left_out:
+            body.append(f"• {texts.get(mid, f'memory {mid}')} (left out: over budget)\n", "dim")
+        self.query_one(".memory-texts", Static).update(body)
+        box.display = bool(used or left_out)
+
+    def show_remembered(self, entries: list[dict[str, Any]]) -> None:
+        """Add memories the user's reply made; a notice under the answer says so."""
+        known = {e["id"] for e in self.remembered}
+        self.remembered += [{**e, "undone": False} for e in entries if e["id"] not in known]
+        notice = self.query_one(".remembered", Static)
+        notice.update(remembered_text(self.remembered))
+        notice.display = bool(self.remembered)
+
+    def pending_memories(self) -> list[dict[str, Any]]:
+        """The remembered entries not undone yet."""
+        return [e for e in self.remembered if not e["undone"]]
+
+    def action_undo_memory(self) -> None:
+        if self.pending_memories():
+            self.post_message(self.UndoMemory(self))
+
     def action_rate(self, rating: int) -> None:
         if self.role == "assistant" and self.response_id:
             self.post_message(self.Rate(self, rating, comment=False))
@@ -109,6 +160,31 @@ class MessageView(Vertical, can_focus=True):
     def action_comment(self) -> None:
         if self.role == "assistant" and self.response_id:
             self.post_message(self.Rate(self, None, comment=True))
+
+
+def memory_title(used: list[int], left_out: list[int]) -> str:
+    """The folded line's title: 'memory: 2 used', and 'N left out' when over the budget."""
+    title = f"memory: {len(used)} used"
+    return title + (f", {len(left_out)} left out" if left_out else "")
+
+
+def remembered_text(entries: list[dict[str, Any]]) -> Text:
+    """One line per memory: "Remembered: <text> (replaces: <old>)", or "Undone: <text>"."""
+    text = Text()
+    for i, e in enumerate(entries):
+        if i:
+            text.append("\n")
+        if e.get("undone"):
+            text.append("Undone: ", "bold yellow")
+            text.append(e["text"], "dim strike")
+            continue
+        text.append("Remembered: ", "bold green")
+        text.append(e["text"])
+        if e.get("replaced"):
+            text.append(f" (replaces: {e['replaced']})", "dim")
+    if any(not e.get("undone") for e in entries):
+        text.append("   ^G or u: undo", "dim")
+    return text
 
 
 class Composer(TextArea):
