@@ -40,6 +40,7 @@ from clawd.serving.memories import router as memory_router
 from clawd.serving.protocol import ApiError, ConversationUpdate, FeedbackRequest
 from clawd.signals import review
 from clawd.signals.job import feedback_signal, status_dict
+from clawd.signals import standing
 from clawd.signals.memory import remember
 from clawd.signals.waiting import why_no_run
 from clawd.store import memories, record
@@ -110,6 +111,8 @@ class Daemon:
                 self.engine.adapter_version or "none",
             )
             self.jobs.start()
+            if self.settings.memory:  # fit the capture's classifier before the first reply
+                threading.Thread(target=standing.probability, args=("hello",), daemon=True).start()
         except (EngineError, OSError) as exc:
             self.state, self.error = "error", str(exc)
             log.error("cannot load the model: %s", exc)

@@ -188,6 +188,7 @@ def get_conversation(store: Store, conversation_id: str) -> dict[str, Any]:
                 "finish_reason": t["finish_reason"],
                 "model": t["model"],
                 "adapter_version": t["adapter_version"],
+                "memories": json.loads(t.get("memory_ids") or "[]"),  # ids in its context
                 "learn": bool(t["learn"]),
                 "usage": {
                     "prompt_tokens": t["prompt_tokens"],
