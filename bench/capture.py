@@ -93,6 +93,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path)
     ap.add_argument("--quiet", action="store_true", help="no list of misses")
     args = ap.parse_args()
+
     def read(path: Path) -> list[dict[str, Any]]:
         return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
 

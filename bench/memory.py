@@ -127,9 +127,7 @@ def main() -> None:
             row = {
                 "user": name,
                 **said,
-                "preferences": {
-                    p: {"off": share(off[p]), "on": share(on[p])} for p in off
-                },
+                "preferences": {p: {"off": share(off[p]), "on": share(on[p])} for p in off},
             }
             rows.append(row)
             print(json.dumps(row), flush=True)

@@ -38,9 +38,8 @@ from clawd.serving.engine import Engine, EngineError
 from clawd.serving.errors import BodyLimit, install_errors
 from clawd.serving.memories import router as memory_router
 from clawd.serving.protocol import ApiError, ConversationUpdate, FeedbackRequest
-from clawd.signals import review
+from clawd.signals import review, standing
 from clawd.signals.job import feedback_signal, status_dict
-from clawd.signals import standing
 from clawd.signals.memory import remember
 from clawd.signals.waiting import why_no_run
 from clawd.store import memories, record
