@@ -341,3 +341,30 @@ def test_training_threads_do_not_spin_unless_the_user_says_how() -> None:
     passive = {"OMP_WAIT_POLICY": "PASSIVE"}
     assert openmp_wait({**passive, "PATH": "/bin"}) == passive
     assert openmp_wait({}) == {"GOMP_SPINCOUNT": "1000"}
+
+
+def test_a_run_distils_the_memories_and_records_their_gap(any_gguf: Path, home: Path) -> None:
+    """Consolidation: the run adds one OPD example per training prompt (teacher with the
+    memories in the system message, student without), and the gate measures each memory's gap
+    on the held-out prompts, recorded in the manifest and on the memory."""
+    from clawd.store import memories
+
+    with Store.open(home) as store:
+        for q in ("Name a fruit.", "What is 2+2?", "Say hi.", "Name a colour.", "Why rain?"):
+            add_sample(store, any_gguf, hint="Be brief.", reward=-1, kind="opd+rl", question=q)
+        ana, _ = memories.add(store, "Address the user as Ana.", "name", source="user")
+        memories.add(store, "Keep answers to one line.", "length", source="user")
+        memories.edit(store, ana["id"], status="off")  # off: neither distilled nor measured
+    summary = train.run(home, settings_for(any_gguf), cfg=small())
+    folder = Path(summary["path"])
+    report = json.loads((folder / "report.json").read_text())
+    distilled = report["memories"]
+    assert distilled["prompts"] == 4 and distilled["heldout_prompts"] == 1  # every third out
+    assert distilled["examples"] == 4 and len(distilled["memories"]) == 1
+    assert sum(s["sample_id"] < 0 for s in report["samples"]) == 4  # no stored sample
+    manifest = json.loads((folder / "manifest.json").read_text())
+    [(key, gap)] = manifest["gate"]["memories"].items()
+    assert set(gap) == {"gap", "base_gap", "closed"} and gap["base_gap"] > 0
+    with Store.open(home) as store:
+        mem = memories.get(store, int(key))
+    assert mem["text"] == "Keep answers to one line." and mem["gap"] == gap["gap"]
