@@ -68,13 +68,14 @@ def main() -> None:
     gguf = resolve(args.model)
     tpl = ChatTemplate.from_gguf(gguf)
     work = Path(tempfile.mkdtemp(prefix="clawd-bench-gate-"))
-    scorer = gate.Scorer(gguf, n_ctx=512)
+    from llama_cpp import Llama
+
+    vocab = Llama(str(gguf), vocab_only=True, verbose=False)
 
     def tokenize(text: str) -> list[int]:
-        return scorer.llm.tokenize(text.encode(), add_bos=False, special=True)
+        return vocab.tokenize(text.encode(), add_bos=False, special=True)
 
     prompts = gate.general_prompts(tokenize, tpl.render)
-    scorer.close()
     rows: list[dict[str, Any]] = []
     t0 = time.time()
 
