@@ -45,7 +45,7 @@ from adapters import loops
 from adapters.loops import degeneration, general_ability
 
 # Tokens of each greedy answer the ability check reads: a loop with a long period shows only
-# past 32 (docs/benchmarks.md, "The general-ability check reads 64 tokens").
+# past 32 (docs/experiments.md, "The general-ability check reads 64 tokens").
 ABILITY_TOKENS = 64
 
 # Fixed general prompts: facts, code, advice, writing, maths, language, everyday tasks.

@@ -7,7 +7,7 @@ more than chance (a paired sign test), not one whose loop merely sits on another
 
 The daemon samples (temperature 0.7 unless a client asks for another), and the loops at stake
 are often greedy near-ties: of 9 prompts the gate rejected adapters for, 6 never looped in 8
-answers sampled at 0.7 (docs/benchmarks.md, "A loop guard inside the update"). ``confirm`` asks
+answers sampled at 0.7 (docs/experiments.md, "A loop guard inside the update"). ``confirm`` asks
 each such prompt again n times at the daemon's sampler (``TEMPERATURE``, top-p 1, no top-k or
 min-p, seeds 0..n-1), with the candidate and with the base model; the loop counts only when the
 candidate's sampled answers degenerate in at least ``MARGIN`` more of the n than the base

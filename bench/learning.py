@@ -190,19 +190,33 @@ class Loop:
         }
 
     def evaluate(self) -> dict[str, Any]:
-        scores, examples = [], []
+        """Greedy answers to the held-out prompts, as served (the user's memories in context)
+        and with ``X-Clawd-Memory: 0`` (what the weights alone do: what consolidation made
+        stick)."""
+        scores, examples, weights = [], [], []
         for prompt in self.persona.eval_prompts[: self.cfg.eval_prompts]:
-            a = self.chat(
-                [{"role": "user", "content": prompt}],
-                max_tokens=self.cfg.answer_tokens,
-                temperature=0,
-                headers={"X-Clawd-Learn": "0"},
-            )
-            text = a["choices"][0]["message"]["content"]
-            scores.append(self.persona.compliance(text))
-            examples.append(text)
+            for memory, into in (("1", scores), ("0", weights)):
+                a = self.chat(
+                    [{"role": "user", "content": prompt}],
+                    max_tokens=self.cfg.answer_tokens,
+                    temperature=0,
+                    headers={"X-Clawd-Learn": "0", "X-Clawd-Memory": memory},
+                )
+                text = a["choices"][0]["message"]["content"]
+                into.append(self.persona.compliance(text))
+                if memory == "1":
+                    examples.append(text)
+        mems = self.http.get("/v1/memories").json()["data"]
         return {
             "compliance": statistics.fmean(scores),
+            # the same prompts without the memories in context: the weights alone
+            "compliance_without_memory": statistics.fmean(weights),
+            "scores_without_memory": weights,
+            "memories": [
+                {"text": m["text"], "status": m["status"], "gap": m["gap"], "base": m["base_gap"]}
+                for m in mems
+                if m["status"] != "replaced"
+            ],
             # every held-out answer and its score: a fall shows which prompt fell and how
             "examples": examples,
             "scores": scores,

@@ -33,7 +33,7 @@ from adapters.loops import degeneration
 # misses such loops when something changes between the repeats ("1. Use a bike chain wrench.
 # 2. Use a bike chain wrench. ...") or the phrase is short ("a sound of purest joy" four
 # times). The gate does not use it: as a gate rule (4-token phrases) it also rejected parallel
-# lists and stalled learning (docs/benchmarks.md, "One phrase said over and over").
+# lists and stalled learning (docs/experiments.md, "One phrase said over and over").
 RESTATED_N = 6
 RESTATED_TIMES = 3
 RESTATED_SHARE = 0.5

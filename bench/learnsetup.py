@@ -100,7 +100,7 @@ CONFIGS = {
     ),
     "full": Config(list(PERSONAS), list(METHODS), 8, eval_prompts=12, seeds=[0, 1]),
     # The learner's claim, re-checkable in under 30 minutes: brief with oracle signals and the
-    # default method (combined); with hindsight answers it peaked lower (docs/benchmarks.md).
+    # default method (combined); with hindsight answers it peaked lower (docs/experiments.md).
     "brief": Config(
         ["brief"],
         ["oracle"],

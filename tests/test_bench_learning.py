@@ -109,7 +109,7 @@ def test_held_out_answers_that_loop_are_counted_by_the_gates_rule(smollm2_gguf: 
 def test_a_phrase_said_over_and_over_loops_though_the_gates_rule_passes_it(
     smollm2_gguf: Path,
 ) -> None:
-    """Held-out answers of served adapters (docs/benchmarks.md, "One phrase said over and
+    """Held-out answers of served adapters (docs/experiments.md, "One phrase said over and
     over"): a numbered list repeating one item, whose changing numbers keep its trigrams
     distinct, and a short phrase said four times. A parallel list, which the 4-token version
     of the rule rejected in the gate, and a sound answer are not loops."""

@@ -67,7 +67,7 @@ def test_the_guided_answer_is_the_formula_and_scale_one_is_plain_greedy(
 def test_guidance_brings_out_a_preference_the_greedy_answer_does_not_show(
     smol: dict[str, Any],
 ) -> None:
-    """Measured on SmolLM2-135M (docs/benchmarks.md): told to use the name Sam, its greedy
+    """Measured on SmolLM2-135M (docs/experiments.md): told to use the name Sam, its greedy
     answer to this question does not; at scale 1.5 the guided answer opens with it."""
     model, tok, eos = smol["model"], smol["tok"], smol["eos"]
     hinted, plain = smol["prompts"]("Recommend a book for a long flight.")

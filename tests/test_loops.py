@@ -66,7 +66,7 @@ def test_general_ability_fails_on_an_excess_of_loops_not_on_a_loop_that_moved() 
 def test_a_loop_with_a_long_period_shows_only_past_32_tokens() -> None:
     """Why the general-ability check reads 64 tokens: an opening, then a 9-token phrase over and
     over ("a solid ball of rock that is made of ...", served by an adapter on SmolLM2) still has
-    enough distinct trigrams in 32 tokens, not in 64 (docs/benchmarks.md, "The general-ability
+    enough distinct trigrams in 32 tokens, not in 64 (docs/experiments.md, "The general-ability
     check reads 64 tokens")."""
     end = 0
     loop = [100, 101, 102, 103, 104, *list(range(1, 10)) * 7]

@@ -47,7 +47,7 @@ FIT_FILE = DATA / "exchanges.jsonl"
 # Cross-validation on known voices promises less wrong-sign than unseen voices show: the first
 # fit (budget 0.03, 1500 exchanges) gave 0.054 on 450 held-out exchanges in other voices. The
 # budget is 0.02 since; that held-out set then joined the fitting set and new voices were
-# written for the benchmark's held-out set (docs/benchmarks.md).
+# written for the benchmark's held-out set (docs/experiments.md).
 MAX_WRONG_SIGN = 0.02
 MIN_NEUTRAL_ABSTAIN = 0.6
 C_GRID = (0.01, 0.03, 0.1, 0.3)

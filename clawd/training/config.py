@@ -21,7 +21,7 @@ from clawd.store.db import RUN_SAMPLES
 # other busy processes a spinning thread holds a core that the thread it waits for needs. With
 # 1,000 spins a training test beside one busy loop per core took 72-75 s instead of 183-197 s,
 # and 41-42 s instead of 40 s on the idle machine; OMP_WAIT_POLICY=PASSIVE (no spinning) took
-# 75-81 s busy but 52 s idle (bench/busy.py; docs/benchmarks.md, "The test suite beside a busy
+# 75-81 s busy but 52 s idle (bench/busy.py; docs/experiments.md, "The test suite beside a busy
 # machine").
 OPENMP_ENV = {"GOMP_SPINCOUNT": "1000"}
 OPENMP_WAIT = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")  # the user's own say in it
@@ -66,30 +66,30 @@ class TrainConfig:
     # token) keeps this share of the served answer's and is at least the floor: "I'm here to
     # help, what can I do?" answers no question. On SmolLM2 generic answers scored -0.5 to 0.43
     # and answers to the question 0.28 to 4: the floor keeps out most generic ones and drops a
-    # few real ones (tests/test_ppo.py, docs/benchmarks.md).
+    # few real ones (tests/test_ppo.py, docs/experiments.md).
     hindsight_relevance: float = 0.25
     hindsight_min_relevance: float = 0.35
     # Answers written per hinted sample (greedy, then sampled at the temperature); the one with
     # the largest hint_gain among those that answer the question, echo at most max_echo of the
     # question and hint and quote none of the hint trains (hindsight.hindsight_examples). 1 = the
     # greedy answer alone: on SmolLM2-135M 4 candidates made the hindsight phase 3.2 times
-    # slower and none of the chosen answers met more preferences (docs/benchmarks.md).
+    # slower and none of the chosen answers met more preferences (docs/experiments.md).
     hindsight_candidates: int = 1
     # How candidates are ranked: 0 = by mean hint gain per token; k > 0 = by the mean of each
     # answer's k largest per-token gains (hindsight.hint_gain), for preferences carried by a few
     # tokens. Only matters with more than one candidate. On SmolLM2-135M the top 3 chose no more
-    # compliant answers than the mean: hardly any candidate was compliant (docs/benchmarks.md).
+    # compliant answers than the mean: hardly any candidate was compliant (docs/experiments.md).
     hindsight_peak: int = 0
     # Guidance scale g of one more candidate, the guided greedy answer (clawd.training.guided):
     # each token scored log p(hinted) + (g - 1)(log p(hinted) - log p(plain)), the hint's pull
     # amplified. 1 = off. On SmolLM2-135M at 1.5 the greedy answer used the name Sam in 6 of 8
     # prompts against none unguided, most of them quoting the hint (which the filters drop);
     # in a learning run on `sam` it gained nothing: the student learned to open with a name,
-    # its own ("SmolLM, ..."), not Sam (docs/benchmarks.md, "A guided hindsight answer").
+    # its own ("SmolLM, ..."), not Sam (docs/experiments.md, "A guided hindsight answer").
     hindsight_guidance: float = 1.0
     # A hinted sample whose hinted answers all miss the question (under the relevance floor)
     # loses its OPD term as well: the teacher deflects ("I'm sorry, I can't help with that"),
-    # and distilling toward it was how `sam` drifted into apologies (docs/benchmarks.md).
+    # and distilling toward it was how `sam` drifted into apologies (docs/experiments.md).
     hindsight_trust: bool = True
     hindsight_temperature: float = 0.8
     hindsight_max_echo: float = 0.5
@@ -101,7 +101,7 @@ class TrainConfig:
     # student at each position (losses.opd_kl_baseline): without it the term is -KL <= 0 on
     # average and pushes every sampled answer down wherever the hint changes anything. On by
     # default: on `brief` over 4 seeds it served more updates, drifted less and fell less
-    # (docs/benchmarks.md, "The claim config on `brief`").
+    # (docs/experiments.md, "The claim config on `brief`").
     opd_baseline: bool = True
     w_opd: float = 1.0
     w_rl: float = 1.0
@@ -129,7 +129,7 @@ class TrainConfig:
     # The gate's ability check asked after every step while the update trains: a step that makes
     # a greedy answer loop is undone and retaken at half the rate (clawd.training.loopguard).
     # Off: on SmolLM2-135M on 2 cores it made an update's steps take 4-10 times as long and it
-    # saw about two thirds of the loops the gate sees in llama.cpp (docs/benchmarks.md, "A loop
+    # saw about two thirds of the loops the gate sees in llama.cpp (docs/experiments.md, "A loop
     # guard inside the update").
     loop_guard: bool = False
     # Unlikelihood on repeats (clawd.training.repeats): weight of a term that pushes down the
@@ -137,12 +137,12 @@ class TrainConfig:
     # the starting weights' greedy answers to the user's prompts (unlikelihood_general: and to
     # the gate's general ones). 0 = off. At 1 the claim config reached brief 0.90 and calm 1.00
     # (0.80 and 0.90 without), and the held-out user river's 0.80 has no looping answer (4 of
-    # 10 without) (docs/benchmarks.md, "Unlikelihood on repeated phrases").
+    # 10 without) (docs/experiments.md, "Unlikelihood on repeated phrases").
     unlikelihood: float = 1.0
     # Where the starting weights' greedy answers come from: the gate's 32 general prompts and
     # the user's own (True), or the user's own only (False), which leaves the prompts the gate
     # measures drift and general ability on out of training. False: on the claim config it
-    # reached the same compliance with less drift (docs/benchmarks.md, "Unlikelihood on the
+    # reached the same compliance with less drift (docs/experiments.md, "Unlikelihood on the
     # user's own prompts only").
     unlikelihood_general: bool = False
 

@@ -89,11 +89,11 @@ def hint_gain(
 
     in nats: about 0 for an answer the model would have written without the hint, more for one
     that follows it ("Sam, the capital ..." over "The capital ..."). As a choice among sampled
-    answers the mean did no better than chance on SmolLM2-135M (docs/benchmarks.md): a
+    answers the mean did no better than chance on SmolLM2-135M (docs/experiments.md): a
     preference often lives in a few tokens (a name, a closing question), and the mean over a
     long answer dilutes them. With ``peak`` k > 0, the mean of the k largest g_t instead (all of
     them when the answer is shorter); as a choice the top 3 did no better on SmolLM2 either, for
-    lack of compliant candidates to choose (docs/benchmarks.md, 2026-12-03)."""
+    lack of compliant candidates to choose (docs/experiments.md, 2026-12-03)."""
     if not answer:
         return 0.0
     hinted, plain = _answer_logprobs(model, [teacher_prompt, prompt], answer)

@@ -4,7 +4,7 @@ The gate rejects an adapter whose greedy answer to a general prompt or to one of
 prompts turns empty or loops where the base model's does not (``adapters.loops.general_ability``).
 On SmolLM2-135M most rejected updates were rejected for such a loop ("1. 1. 1. ...") that their
 last steps had made, and some lineages sat so close to one that every earlier point of an update,
-down to one step, looped too (docs/benchmarks.md, "Walking back a harmful update"). So the
+down to one step, looped too (docs/experiments.md, "Walking back a harmful update"). So the
 trainer asks the gate's prompts after every step, with the weights being trained, and
 ``ppo.train_steps`` undoes a step that makes an answer degenerate where the update's starting
 weights answered soundly, and retakes it at half the rate; with no retakes left the update ends
@@ -16,7 +16,7 @@ changes few greedy answers, and a greedy answer changes only where the model's c
 ``greedy_answers`` checks the previous answers in one teacher-forced pass and writes again only
 those that changed, from their first changed token. Even so a check of 38 prompts took 28 s on
 one thread, and torch found 4 of the 6 kept adapters' loops that llama.cpp found: the setting
-``train_loop_guard`` is off by default (docs/benchmarks.md, "A loop guard inside the update").
+``train_loop_guard`` is off by default (docs/experiments.md, "A loop guard inside the update").
 
 Run alone to print a model's (or an adapter's) greedy answers to the general prompts and which
 degenerate::

@@ -2,7 +2,7 @@
 
 On SmolLM2-135M the learner reached some users only through answers that say one phrase over
 and over ("Don't drive alone." five times): the gate lets such answers through or, with a
-stricter loop rule, refuses every update, and cannot fix them (docs/benchmarks.md, "One phrase
+stricter loop rule, refuses every update, and cannot fix them (docs/experiments.md, "One phrase
 said over and over"). With ``train_unlikelihood`` the update also pushes such tokens down
 (``losses.unlikelihood_loss``): the tokens of its training answers that repeat an earlier
 n-gram of the same answer, and those of the greedy answers that the weights it starts from
