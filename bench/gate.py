@@ -8,8 +8,10 @@ greedy answers, side by side:
   size of a first update trained on one reply). Their loops move by chance; any rejection of one
   is a false rejection;
 - **collapsed**: LoRAs fitted to answer every general prompt with one loop ("I'm sorry, I'm
-  sorry, ...", " 1. 1. 1.", "A: A: A:") for a few steps (a partial collapse) or many (a full
-  one). Every acceptance of one is a miss.
+  sorry, ...", " 1. 1. 1.", "A: A: A:") for a few steps or many: every acceptance is a miss;
+- **partial**: LoRAs fitted to loop on only some of the prompts (``--partial``: 3 and 8 of the
+  32, 30 steps): where the rules differ by design. 3 new loops of 32 are within chance for the
+  rate rule; 8 are not.
 
 The rules: ``count`` (before: any prompt that loops with the adapter and not with the base
 model fails it) and ``rate`` (now: ``adapters.loops.general_ability``, an exact sign test on the
@@ -36,7 +38,8 @@ from clawd.models import resolve
 
 SCALES = (0.01, 0.02)  # random-nudge scales (KL to base measured in the results)
 LOOPS = ("I'm sorry, I'm sorry, I'm sorry, I'm sorry.", " 1." * 16, "A: A: A: A: A: A: A:")
-STEPS = (6, 60)  # fitting steps of a collapsed adapter: partial, full
+STEPS = (6, 60)  # fitting steps of a collapsed adapter
+PARTIAL = (3, 8)  # prompts a partially looping adapter was fitted to loop on
 
 
 def verdicts(result: dict[str, Any]) -> dict[str, Any]:
@@ -63,6 +66,7 @@ def main() -> None:
     ap.add_argument("--model", default="smollm2-135m")
     ap.add_argument("--nudges", type=int, default=8)
     ap.add_argument("--collapsed", type=int, default=6)
+    ap.add_argument("--partial", type=int, default=0, help="partially looping adapters")
     ap.add_argument("--out", type=Path, default=Path("docs/bench/gate.json"))
     args = ap.parse_args()
     gguf = resolve(args.model)
@@ -96,8 +100,16 @@ def main() -> None:
         (work / f"c{i}").mkdir()
         fit_answer(gguf, work, work / f"c{i}", prompts, tokenize(text), out, steps=steps)
         judge("collapsed", f"{text[:12]!r} x {steps} steps", out)
+    for i in range(args.partial):
+        k = PARTIAL[i % len(PARTIAL)]
+        text = LOOPS[i % len(LOOPS)]
+        out = work / f"p{i}.gguf"
+        (work / f"p{i}").mkdir()
+        some = prompts[i % 4 :: 4][:k] if k <= 8 else prompts[:k]
+        fit_answer(gguf, work, work / f"p{i}", some, tokenize(text), out, steps=30)
+        judge("partial", f"{text[:12]!r} on {k} prompts", out)
     summary = {}
-    for kind in ("nudge", "collapsed"):
+    for kind in ("nudge", "collapsed", "partial"):
         mine = [r for r in rows if r["kind"] == kind]
         summary[kind] = {
             "n": len(mine),

@@ -351,6 +351,9 @@ def _tidy(clause: str) -> str:
     t = re.sub(r"^stop using\b", "Do not use", t, flags=re.I)
     t = re.sub(r"^(?:please )?stop\b", "Do not keep", t, flags=re.I)
     t = re.sub(r"^no more\b", "No", t, flags=re.I)
+    # "You never check back with me" asks for the opposite: "Check back with the user."
+    t = re.sub(r"^(?:you|u) (?:never|don'?t ever|rarely|hardly ever) (?=\w)", "", t, flags=re.I)
+    t = re.sub(r"^(?:you|u) always (?=\w)", "Do not ", t, flags=re.I)
     t = _third_person(t)
     t = t.rstrip(" .!?,;:")
     return (t[:1].upper() + t[1:] + ".") if t else ""
@@ -371,7 +374,10 @@ def _name(clause: str) -> str | None:
     if m:
         name, rest = m.group(1), m.group(2).strip(" .,!")
         by_the_way = re.match(r"^(by the way|btw|here|,|by the by|not\b|, not\b)?", rest, re.I)
-        if name.lower() not in _NOT_NAMES and (not rest or (by_the_way and by_the_way.group(1))):
+        about_name = re.search(r"\b(my name|call me|use my|address me)\b", rest, re.I)
+        if name.lower() not in _NOT_NAMES and (
+            not rest or (by_the_way and by_the_way.group(1)) or about_name
+        ):
             return name
     m = _IM_NAME_LOWER.search(clause)
     if m and m.group(1).lower() not in _NOT_NAMES | _NOT_CALLED:
