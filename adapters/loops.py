@@ -15,8 +15,9 @@ model's (same seeds: a paired comparison). An adapter that loops on everything l
 sampled too; one greedy path tipped into a loop does not, and is excused. The gate does this
 with its ``loop_samples`` (the ``gate_loop_samples`` setting) above 0.
 
-It has no state of its own; ``python -m bench.looprate HOME ...`` runs ``sampled_loops`` alone,
-on the prompts the gate rejected kept adapters for.
+It has no state of its own: the gate calls it (``adapters.gate.evaluate``, ``loop_samples``
+from the daemon's ``gate_loop_samples``), and ``tests/test_loops.py`` runs ``sampled_loops``
+and ``confirm`` alone on the tiny model.
 """
 
 from __future__ import annotations

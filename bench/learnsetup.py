@@ -47,18 +47,6 @@ METHODS: dict[str, dict[str, Any]] = {
         "oracle": True,
         "settings": {"CLAWD_TRAIN_TEACHER_CHECK": "false"},
     },
-    "oracle-guided": {
-        "label": "ORACLE signals, hindsight with a guided answer (scale 1.5)",
-        "train_method": "hindsight",
-        "oracle": True,
-        "settings": {"CLAWD_TRAIN_HINDSIGHT_GUIDANCE": "1.5"},
-    },
-    "oracle-topk": {
-        "label": "ORACLE signals, combined + top-16 distillation",
-        "train_method": "combined",
-        "oracle": True,
-        "settings": {"CLAWD_TRAIN_DISTILL_TOPK": "16"},
-    },
     "oracle-system": {
         "label": "ORACLE signals, hint as system message",
         "train_method": "combined",

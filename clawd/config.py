@@ -13,6 +13,7 @@ Run alone to print the effective settings::
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import secrets
 import tomllib
@@ -26,6 +27,19 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 ENV_PREFIX = "CLAWD_"
 SECRETS = frozenset({"judge_api_key"})  # `describe` masks their values
+# Settings that measured no gain and were removed (docs/experiments.md, "Removed from the
+# code"): a config.toml that still sets one loads, with a warning, instead of failing.
+REMOVED_SETTINGS = frozenset(
+    {
+        "gate_new_degenerate",
+        "train_distill_topk",
+        "train_hindsight_guidance",
+        "train_loop_guard",
+        "train_unlikelihood_general",
+    }
+)
+
+log = logging.getLogger(__name__)
 
 
 class ConfigError(Exception):
@@ -218,37 +232,14 @@ class Settings(BaseSettings):
     )
     train_teacher_check: bool = Field(
         True,
-        description="With train_method 'hindsight': a hinted sample whose hinted answers all "
-        "miss the question trains on its reward alone, not toward that deflecting teacher.",
-    )
-    train_hindsight_guidance: float = Field(
-        1.0,
-        ge=1,
-        le=10,
-        description="With train_method 'hindsight': the guidance scale of one more hindsight "
-        "answer, written with the hint's effect amplified (a small model told a preference "
-        "often leans toward it without showing it); 1 switches it off.",
-    )
-    train_distill_topk: int = Field(
-        0,
-        ge=0,
-        le=1024,
-        description="Top-k distillation: on hinted samples the student also learns the k "
-        "next tokens the model with the hint in context likes best at each position of the "
-        "answer, not only the token it wrote; 0 switches it off.",
+        description="With train_method 'hindsight': a hinted sample whose hinted answer "
+        "misses the question trains on its reward alone, not toward that deflecting teacher.",
     )
     train_opd_baseline: bool = Field(
         True,
         description="Take the hint's per-token signal on the model's own answers relative to "
         "its average at each position, so that on average it pushes no answer down (off: the "
         "signal as OpenClaw-RL defines it, which pushes the model's own answers down).",
-    )
-    train_loop_guard: bool = Field(
-        False,
-        description="Ask the promotion gate's general and recent prompts after every training "
-        "step: a step that makes an answer loop or go empty is taken back and retaken at half "
-        "the learning rate (on a CPU it costs tens of seconds per step; off: only the gate "
-        "judges).",
     )
     train_unlikelihood: float = Field(
         1.0,
@@ -258,13 +249,6 @@ class Settings(BaseSettings):
         "tokens that repeat a phrase of their own answer, in the training answers and in the "
         "model's greedy answers to your recent prompts before the update, are pushed down "
         "(unlikelihood training); 0 switches it off.",
-    )
-    train_unlikelihood_general: bool = Field(
-        False,
-        description="With train_unlikelihood, also train away from the loops of the model's "
-        "greedy answers to the promotion gate's 32 general prompts (off: only to your own "
-        "recent prompts, so that the prompts the gate checks drift and general ability on "
-        "stay out of training).",
     )
     train_threads: int = Field(
         0, ge=0, le=1024, description="CPU threads for training; 0 lets torch decide."
@@ -363,7 +347,8 @@ class Settings(BaseSettings):
 
 
 def read_config_file(home: Path) -> dict[str, Any]:
-    """The key/value pairs of ``config.toml`` ({} when there is none), checked against Settings."""
+    """The key/value pairs of ``config.toml`` ({} when there is none), checked against Settings;
+    keys of ``REMOVED_SETTINGS`` are left out with a warning."""
     path = config_path(home)
     if not path.exists():
         return {}
@@ -371,6 +356,10 @@ def read_config_file(home: Path) -> dict[str, Any]:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read it as TOML: {exc}") from exc
+    removed = sorted(set(data) & REMOVED_SETTINGS)
+    if removed:
+        log.warning("%s: ignoring removed setting(s) %s", path, ", ".join(removed))
+        data = {k: v for k, v in data.items() if k not in REMOVED_SETTINGS}
     unknown = sorted(set(data) - set(Settings.model_fields))
     if unknown:
         known = ", ".join(Settings.model_fields)
@@ -388,11 +377,12 @@ def _explain(exc: ValidationError, home: Path) -> ConfigError:
     return ConfigError("invalid setting: " + "; ".join(problems))
 
 
-def load_settings(home: Path | None = None) -> Settings:
-    """Effective settings for ``home`` (default: :func:`clawd_home`)."""
+def load_settings(home: Path | None = None, file_values: dict[str, Any] | None = None) -> Settings:
+    """Effective settings for ``home`` (default: :func:`clawd_home`); ``file_values``: its
+    ``config.toml`` as ``read_config_file`` gave it, when already read."""
     home = home or clawd_home()
     try:
-        return Settings(**read_config_file(home))
+        return Settings(**(read_config_file(home) if file_values is None else file_values))
     except ValidationError as exc:
         raise _explain(exc, home) from None
 
@@ -409,7 +399,7 @@ def describe(home: Path | None = None) -> list[SettingReport]:
     """Each setting's effective value (secrets masked) and where it came from."""
     home = home or clawd_home()
     file_values = read_config_file(home)
-    settings = load_settings(home)
+    settings = load_settings(home, file_values)
     rows = []
     for name, field in Settings.model_fields.items():
         env = ENV_PREFIX + name.upper()

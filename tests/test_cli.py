@@ -138,16 +138,8 @@ def test_clawd_keeps_its_state_private(tmp_path: Path) -> None:
     assert run("token").returncode == 0 and mode(home) == 0o700
 
 
-def test_adapters_show_says_what_the_trust_region_and_the_loop_guard_took_back() -> None:
+def test_adapters_show_says_what_the_trust_region_took_back() -> None:
     from clawd.cli.adapters import steps_line
 
-    metrics = {
-        "steps": 3,
-        "undone": 2,
-        "looped": 1,
-        "guard": {"prompts": 48, "checks": 5, "rewritten": 9, "seconds": 31.2},
-    }
-    assert steps_line(metrics) == (
-        "3 steps kept, 2 taken back (1 for a loop); loop guard: 48 prompts asked 5 times, 31 s"
-    )
-    assert steps_line({"steps": 4, "undone": 0}) == "4 steps kept"  # no guard: nothing of it
+    assert steps_line({"steps": 3, "undone": 2}) == "3 steps kept, 2 taken back"
+    assert steps_line({"steps": 4, "undone": 0}) == "4 steps kept"

@@ -1,8 +1,17 @@
+import logging
 from pathlib import Path
 
 import pytest
 
-from clawd.config import ConfigError, clawd_home, describe, load_settings, set_value
+from clawd.config import (
+    REMOVED_SETTINGS,
+    ConfigError,
+    Settings,
+    clawd_home,
+    describe,
+    load_settings,
+    set_value,
+)
 
 
 def test_home_defaults_to_xdg_data_dir(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -50,6 +59,22 @@ def test_unknown_keys_and_broken_toml_are_reported(home: Path) -> None:
     (home / "config.toml").write_text("port = = 1\n")
     with pytest.raises(ConfigError, match="cannot read it as TOML"):
         load_settings(home)
+
+
+def test_a_removed_setting_is_ignored_with_a_warning(
+    home: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A config.toml written before a setting was removed still loads; the log names it."""
+    home.mkdir(parents=True)
+    (home / "config.toml").write_text("port = 9000\ntrain_loop_guard = true\n")
+    with caplog.at_level(logging.WARNING, logger="clawd.config"):
+        assert load_settings(home).port == 9000
+    assert "train_loop_guard" in caplog.text and "removed" in caplog.text
+    assert REMOVED_SETTINGS.isdisjoint(Settings.model_fields)
+    (home / "config.toml").write_text("prot = 1\ngate_new_degenerate = 0\n")
+    with pytest.raises(ConfigError, match="unknown setting.*prot") as err:
+        load_settings(home)
+    assert "gate_new_degenerate" not in str(err.value).split(";")[0]
 
 
 def test_set_value_keeps_comments_and_validates(home: Path) -> None:

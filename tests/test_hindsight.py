@@ -88,37 +88,6 @@ def test_hint_gain_is_largest_for_the_answer_that_follows_the_hint(
     assert hindsight.hint_gain(model, plain, plain, []) == 0.0
 
 
-def test_peak_hint_gain_finds_a_preference_carried_by_a_few_tokens_of_a_long_answer(
-    smol: tuple[Any, ChatTemplate, Tokens],
-) -> None:
-    model, template, tokens = smol
-    end = tokens("<|im_end|>")
-    question = [{"role": "user", "content": "How do I boil an egg?"}]
-    plain = tokens(template.render(question))
-    hinted = tokens(
-        template.render(teacher_messages(question, "Address the user by their name, Sam."))
-    )
-    body = (
-        "Place the egg in a pot and cover it with cold water. Bring the water to a boil, then "
-        "lower the heat and let it simmer for nine minutes. Move the egg to a bowl of ice water "
-        "for a few minutes, then peel it under running water."
-    )
-    named, unnamed = tokens("Sam, " + body) + end, tokens(body) + end
-
-    def margin(peak: int) -> float:
-        return hindsight.hint_gain(model, hinted, plain, named, peak) - hindsight.hint_gain(
-            model, hinted, plain, unnamed, peak
-        )
-
-    # The name is two tokens of about sixty: the mean dilutes it, the peak does not.
-    assert margin(3) > 0
-    assert margin(3) > 3 * margin(0)
-    short = tokens("Hi") + end
-    assert hindsight.hint_gain(model, hinted, plain, short, 3) == hindsight.hint_gain(
-        model, hinted, plain, short
-    )
-
-
 def test_hint_block_is_what_the_hint_put_into_the_prompt(
     smol: tuple[Any, ChatTemplate, Tokens],
 ) -> None:

@@ -106,7 +106,7 @@ def test_hindsight_adds_the_hinted_models_own_answer(tiny_qwen3_gguf: Path, home
     # Random weights: no answer relates to any question, so the relevance filter is off here
     # (tests/test_ppo.py measures relevance on SmolLM2).
     off = {"hindsight_relevance": 0.0, "hindsight_min_relevance": -99.0}
-    cfg = small(epochs=1, hindsight=True, hindsight_max_tokens=12, hindsight_candidates=3, **off)
+    cfg = small(epochs=1, hindsight=True, hindsight_max_tokens=12, **off)
     assert cfg.method == "hindsight"
     summary = train.run(home, settings_for(tiny_qwen3_gguf), cfg=cfg)
     report = json.loads((Path(summary["path"]) / "report.json").read_text())
@@ -122,9 +122,8 @@ def test_hindsight_adds_the_hinted_models_own_answer(tiny_qwen3_gguf: Path, home
     served = next(s for s in report["samples"] if s["hint"] and not s["hindsight"])
     assert seen["teacher_trusted"] is True and served["teacher_trusted"] is True
     assert served["opd_advantage"] is not None and any(served["opd_advantage"])
-    # Of up to 3 answers (greedy and 2 sampled) the one that trained is the one measured: its
-    # mean OPD advantage is its hint gain.
-    assert 1 <= seen["fit"] <= seen["candidates"] <= 3 and seen["echo"] <= cfg.hindsight_max_echo
+    # The answer that trained is the one measured: its mean OPD advantage is its hint gain.
+    assert seen["echo"] <= cfg.hindsight_max_echo and not seen["quotes_hint"]
     advantage = written[0]["opd_advantage"]
     assert abs(sum(advantage) / len(advantage) - seen["hint_gain"]) < 1e-2
 
@@ -233,33 +232,24 @@ def test_a_conversion_another_trainer_finished_first_is_used(
 
 
 def test_unlikelihood_in_a_training_run(tiny_qwen3_gguf: Path, home: Path) -> None:
-    """With the term on, a run writes the starting weights' greedy answers to the gate's
-    prompts, keeps those that repeat a 4-token phrase (random weights repeat a lot), and every
-    step pays for them; the daemon's settings (on by default, the user's own prompts only)
-    reach the run's configuration."""
+    """With the term on, a run writes the starting weights' greedy answers to the user's own
+    prompts (not the gate's general ones), keeps those that repeat a 4-token phrase (random
+    weights repeat a lot), and every step pays for them; the daemon's setting (on by default)
+    reaches the run's configuration."""
+    questions = ("Name a colour.", "Name a fruit.", "Name a city.", "Name a tree.")
     with Store.open(home) as store:  # thanked and corrected: something to tell apart
-        for q, r in (("Name a colour.", 1), ("Name a fruit.", -1)):
+        for i, q in enumerate(questions):
+            r = 1 if i % 2 == 0 else -1
             add_sample(store, tiny_qwen3_gguf, hint=None, reward=r, kind="rl", question=q)
-    cfg = small(epochs=2, unlikelihood=1.0, unlikelihood_general=True)
+    cfg = small(epochs=2, unlikelihood=1.0)
     summary = train.run(home, settings_for(tiny_qwen3_gguf), cfg=cfg)
     report = json.loads((Path(summary["path"]) / "report.json").read_text())
     found = report["repeating_answers"]
     assert found and all(a["repeated"] >= 1 and a["answer"] for a in found)
     assert report["steps"] and all(s["unlikelihood"] > 0 for s in report["steps"])
     assert "repeats" in report["seconds"]
-    # The gate's general prompts (4 in these tests) and the user's 2 distinct questions.
-    assert report["repeats_asked"] == cfg.gate_prompts + 2
+    # The user's 4 distinct questions only: the gate's general prompts stay untrained.
+    assert report["repeats_asked"] == len(questions)
     daemon = settings_for(tiny_qwen3_gguf).model_copy(update={"train_unlikelihood": 0.0})
     assert train.TrainConfig.from_settings(daemon).unlikelihood == 0.0
     assert train.TrainConfig.from_settings(settings_for(tiny_qwen3_gguf)).unlikelihood == 1.0
-    # By default only the user's own prompts are asked: the gate's general ones stay untrained.
-    daemon = settings_for(tiny_qwen3_gguf)
-    assert not train.TrainConfig.from_settings(daemon).unlikelihood_general
-    assert not train.TrainConfig().unlikelihood_general
-    with Store.open(home) as store:  # the first run used the samples up
-        for q, r in (("Name a colour.", 1), ("Name a fruit.", -1)):
-            add_sample(store, tiny_qwen3_gguf, hint=None, reward=r, kind="rl", question=q)
-    cfg = small(epochs=1, unlikelihood=1.0)
-    summary = train.run(home, daemon, cfg=cfg)
-    report = json.loads((Path(summary["path"]) / "report.json").read_text())
-    assert report["repeats_asked"] == 2

@@ -13,13 +13,6 @@ from clawd.training.batches import Example
 from clawd.training.config import TrainConfig
 
 
-def _name_share(model: Any, prompt: list[int], name: list[int]) -> float:
-    """p(the answer opens with one of ``name``'s tokens | prompt)."""
-    with torch.no_grad():
-        lp = torch.log_softmax(model(torch.tensor([prompt])).logits[0, -1], -1)
-    return float(lp[name].exp().sum())
-
-
 def _contexts(gguf: Path, tok: Any, question: str, hint: str) -> tuple[list[int], list[int]]:
     """The plain and the hinted prompt tokens of a one-turn conversation."""
     template = ChatTemplate.from_gguf(gguf)
@@ -27,46 +20,6 @@ def _contexts(gguf: Path, tok: Any, question: str, hint: str) -> tuple[list[int]
     plain = tok(template.render(msgs), add_special_tokens=False)["input_ids"]
     hinted = tok(template.render(teacher_messages(msgs, hint)), add_special_tokens=False)
     return plain, hinted["input_ids"]
-
-
-def _train_once(gguf: Path, cache: Path, k: int) -> tuple[float, float, Example, list[dict]]:
-    """One hinted example ("call me Sam"; the served answer has no name), 6 steps at
-    ``distill_topk`` = k; returns p(the answer opens with Sam) before and after."""
-    model, tok = torchmodel.load(gguf, cache)  # a copy of its own: LoRA goes in place
-
-    def tokens(text: str) -> list[int]:
-        return tok(text, add_special_tokens=False)["input_ids"]
-
-    hint = "Address the user by their name, Sam."
-    plain, hinted = _contexts(gguf, tok, "How do I make my houseplants happy?", hint)
-    served = tokens("The art of plant care is light, water and patience.<|im_end|>")
-    name = [tokens("Sam")[0], tokens(" Sam")[0]]
-    cfg = TrainConfig(lr=1e-3, epochs=6, batch_size=1, target_kl=0.0, kl_coef=0.0, distill_topk=k)
-    model = ppo.peft_model(model, cfg, None)
-    before = _name_share(model, plain, name)
-    example = Example(1, "opd", hint, 0.0, plain, hinted, served)
-    ppo.score_examples(model, [example], cfg)
-    if k:  # the hinted model would open with the name: among its top k at the first position
-        assert set(name) & set(example.top_ids[0])
-    steps: list[dict] = []
-    ppo.train_steps(model, [example], cfg, steps.append)
-    return before, _name_share(model, plain, name), example, steps
-
-
-def test_topk_distillation_teaches_a_token_the_student_never_wrote(
-    smollm2_gguf: Path, torch_cache: Path
-) -> None:
-    """The sampled-token OPD term moves the tokens of the served answer; with the teacher's
-    top-k at each position the student also gains the name the hinted model would have opened
-    with (SmolLM2: p(Sam first) 0.0004 without the hint, 0.05 with it)."""
-    before, opd_only, plain_example, plain_steps = _train_once(smollm2_gguf, torch_cache, 0)
-    _, distilled, example, steps = _train_once(smollm2_gguf, torch_cache, 16)
-    assert plain_example.top_ids == [] and all(s["distill"] == 0 for s in plain_steps)
-    assert len(example.top_ids) == len(example.response_ids)
-    assert all(len(row) == 16 for row in example.top_ids)
-    assert len(steps) == 6 and all(s["distill"] > 0 for s in steps)
-    # Measured: x2.5 with OPD alone, x23 with top-16 distillation.
-    assert distilled > 10 * before and distilled > 4 * opd_only
 
 
 def _landing(
@@ -96,7 +49,7 @@ def _landing(
         model, [example], cfg, steps.append, on_kept=keep if kept is not None else None
     )
     with torch.no_grad():
-        _, _, logp = ppo._forward(model, [example])
+        _, logp = ppo._forward(model, [example])
     kl = losses.mean_k3_kl(logp, torch.tensor([example.old_lp]), torch.ones_like(logp)).item()
     return ended, kl, steps
 

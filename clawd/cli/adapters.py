@@ -105,16 +105,10 @@ def adapters_show(version: str = typer.Argument(..., help="The adapter version."
 
 
 def steps_line(metrics: dict) -> str:
-    """A manifest's step counts in words: kept, taken back (for a loop), the loop guard's cost."""
+    """A manifest's step counts in words: kept, and taken back by the trust region."""
     line = f"{metrics['steps']} steps kept"
     if undone := metrics.get("undone"):
-        looped = metrics.get("looped") or 0
-        line += f", {undone} taken back" + (f" ({looped} for a loop)" if looped else "")
-    if guard := metrics.get("guard"):
-        line += (
-            f"; loop guard: {guard['prompts']} prompts asked {guard['checks']} times, "
-            f"{guard['seconds']:.0f} s"
-        )
+        line += f", {undone} taken back"
     return line
 
 

@@ -42,10 +42,6 @@ class Example:
     old_lp: list[float] = field(default_factory=list)
     teacher_lp: list[float] = field(default_factory=list)
     ref_lp: list[float] = field(default_factory=list)
-    # With top-k distillation (cfg.distill_topk): the hinted teacher's k likeliest next tokens
-    # and their log-probs at each response position (T rows of k), empty when it does not teach.
-    top_ids: list[list[int]] = field(default_factory=list)
-    top_lp: list[list[float]] = field(default_factory=list)
     # With cfg.opd_baseline, on the student's own answers: what the OPD term is worth at each
     # position in expectation over the student's next token, -KL(student_t || teacher_t); the
     # OPD advantage is taken relative to it (losses.token_advantages). Empty: no baseline.
@@ -131,8 +127,7 @@ def _pad(rows: list[list[int]], value: int = 0) -> tuple[torch.Tensor, torch.Ten
 def collate(examples: list[Example]) -> dict[str, torch.Tensor]:
     """Right-padded tensors: ids/attn (B, L), starts (B,), per-token values and mask (B, T),
     ``repeated`` (B, T) 1.0 on response tokens that repeat an earlier 4-gram of their answer
-    (``repeats.repeated_ngrams``); with top-k distillation also ``top_ids`` and ``top_lp``
-    (B, T, k), zero where absent."""
+    (``repeats.repeated_ngrams``)."""
     device = examples[0].device
     t = max(len(e.response_ids) for e in examples)
     s_ids, s_attn = _pad([e.prompt_ids + e.response_ids for e in examples])
@@ -168,15 +163,6 @@ def collate(examples: list[Example]) -> dict[str, torch.Tensor]:
         "has_hint": torch.tensor([1.0 if e.teaches else 0.0 for e in examples]),
         "has_reward": torch.tensor([1.0 if e.has_reward else 0.0 for e in examples]),
     }
-    k = max((len(e.top_ids[0]) for e in examples if e.top_ids), default=0)
-    if k:
-        batch["top_ids"] = torch.zeros(len(examples), t, k, dtype=torch.long)
-        batch["top_lp"] = torch.zeros(len(examples), t, k)
-        batch["has_top"] = torch.tensor([1.0 if e.top_ids else 0.0 for e in examples])
-        for i, e in enumerate(examples):
-            if e.top_ids:
-                batch["top_ids"][i, : len(e.top_ids)] = torch.tensor(e.top_ids)
-                batch["top_lp"][i, : len(e.top_lp)] = torch.tensor(e.top_lp)
     return {name: v.to(device) for name, v in batch.items()}
 
 

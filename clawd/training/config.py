@@ -69,34 +69,11 @@ class TrainConfig:
     # few real ones (tests/test_ppo.py, docs/experiments.md).
     hindsight_relevance: float = 0.25
     hindsight_min_relevance: float = 0.35
-    # Answers written per hinted sample (greedy, then sampled at the temperature); the one with
-    # the largest hint_gain among those that answer the question, echo at most max_echo of the
-    # question and hint and quote none of the hint trains (hindsight.hindsight_examples). 1 = the
-    # greedy answer alone: on SmolLM2-135M 4 candidates made the hindsight phase 3.2 times
-    # slower and none of the chosen answers met more preferences (docs/experiments.md).
-    hindsight_candidates: int = 1
-    # How candidates are ranked: 0 = by mean hint gain per token; k > 0 = by the mean of each
-    # answer's k largest per-token gains (hindsight.hint_gain), for preferences carried by a few
-    # tokens. Only matters with more than one candidate. On SmolLM2-135M the top 3 chose no more
-    # compliant answers than the mean: hardly any candidate was compliant (docs/experiments.md).
-    hindsight_peak: int = 0
-    # Guidance scale g of one more candidate, the guided greedy answer (clawd.training.guided):
-    # each token scored log p(hinted) + (g - 1)(log p(hinted) - log p(plain)), the hint's pull
-    # amplified. 1 = off. On SmolLM2-135M at 1.5 the greedy answer used the name Sam in 6 of 8
-    # prompts against none unguided, most of them quoting the hint (which the filters drop);
-    # in a learning run on `sam` it gained nothing: the student learned to open with a name,
-    # its own ("SmolLM, ..."), not Sam (docs/experiments.md, "A guided hindsight answer").
-    hindsight_guidance: float = 1.0
-    # A hinted sample whose hinted answers all miss the question (under the relevance floor)
+    # A hinted sample whose hinted answer misses the question (under the relevance floor)
     # loses its OPD term as well: the teacher deflects ("I'm sorry, I can't help with that"),
     # and distilling toward it was how `sam` drifted into apologies (docs/experiments.md).
     hindsight_trust: bool = True
-    hindsight_temperature: float = 0.8
     hindsight_max_echo: float = 0.5
-    # Top-k distillation (losses.topk_distill_loss), weighted like the OPD term: at each
-    # position of a hinted answer the student also moves toward the hinted teacher's k likeliest
-    # next tokens, not only on the token it wrote. 0 = off.
-    distill_topk: int = 0
     # The OPD term on the student's own answers taken relative to its expectation under the
     # student at each position (losses.opd_kl_baseline): without it the term is -KL <= 0 on
     # average and pushes every sampled answer down wherever the hint changes anything. On by
@@ -126,25 +103,14 @@ class TrainConfig:
     # when the whole update failed for drift or ability only; the first to pass serves
     # (clawd.training.earlier). 0 = off.
     gate_retries: int = 2
-    # The gate's ability check asked after every step while the update trains: a step that makes
-    # a greedy answer loop is undone and retaken at half the rate (clawd.training.loopguard).
-    # Off: on SmolLM2-135M on 2 cores it made an update's steps take 4-10 times as long and it
-    # saw about two thirds of the loops the gate sees in llama.cpp (docs/experiments.md, "A loop
-    # guard inside the update").
-    loop_guard: bool = False
     # Unlikelihood on repeats (clawd.training.repeats): weight of a term that pushes down the
     # tokens repeating an earlier 4-gram of their own answer, in the training answers and in
-    # the starting weights' greedy answers to the user's prompts (unlikelihood_general: and to
-    # the gate's general ones). 0 = off. At 1 the claim config reached brief 0.90 and calm 1.00
+    # the starting weights' greedy answers to the user's own prompts (not the gate's general
+    # ones, which it measures drift on: docs/experiments.md, "Unlikelihood on the user's own
+    # prompts only"). 0 = off. At 1 the claim config reached brief 0.90 and calm 1.00
     # (0.80 and 0.90 without), and the held-out user river's 0.80 has no looping answer (4 of
     # 10 without) (docs/experiments.md, "Unlikelihood on repeated phrases").
     unlikelihood: float = 1.0
-    # Where the starting weights' greedy answers come from: the gate's 32 general prompts and
-    # the user's own (True), or the user's own only (False), which leaves the prompts the gate
-    # measures drift and general ability on out of training. False: on the claim config it
-    # reached the same compliance with less drift (docs/experiments.md, "Unlikelihood on the
-    # user's own prompts only").
-    unlikelihood_general: bool = False
 
     def __post_init__(self) -> None:
         checks = {
@@ -164,12 +130,7 @@ class TrainConfig:
             "hindsight_max_tokens": 1 <= self.hindsight_max_tokens <= 4096,
             "hindsight_relevance": 0 <= self.hindsight_relevance <= 1,
             "hindsight_min_relevance": self.hindsight_min_relevance < 100,
-            "hindsight_candidates": 1 <= self.hindsight_candidates <= 32,
-            "hindsight_peak": 0 <= self.hindsight_peak <= 4096,
-            "hindsight_temperature": 0 < self.hindsight_temperature <= 2,
-            "hindsight_guidance": 1 <= self.hindsight_guidance <= 10,
             "hindsight_max_echo": 0 <= self.hindsight_max_echo <= 1,
-            "distill_topk": 0 <= self.distill_topk <= 1024,
             "gate_max_kl/gate_step_kl": self.gate_max_kl > 0 and self.gate_step_kl > 0,
             "gate_prompts": 1 <= self.gate_prompts <= 32,
             "gate_own_prompts": 0 <= self.gate_own_prompts <= 256,
@@ -205,8 +166,6 @@ class TrainConfig:
             replay=s.train_replay,
             hindsight=s.train_method == "hindsight",
             hindsight_trust=s.train_teacher_check,
-            hindsight_guidance=s.train_hindsight_guidance,
-            distill_topk=s.train_distill_topk,
             opd_baseline=s.train_opd_baseline,
             w_opd=0.0 if s.train_method == "rl" else 1.0,
             w_rl=0.0 if s.train_method == "opd" else 1.0,
@@ -217,9 +176,7 @@ class TrainConfig:
             gate_step_kl=s.gate_step_kl,
             gate_retries=s.gate_retries,
             gate_loop_samples=s.gate_loop_samples,
-            loop_guard=s.train_loop_guard,
             unlikelihood=s.train_unlikelihood,
-            unlikelihood_general=s.train_unlikelihood_general,
         )
 
 

@@ -27,7 +27,7 @@ from typing import Any
 from clawd.store import memories
 from clawd.store.db import Store
 from clawd.training.batches import Example
-from clawd.training.loopguard import greedy_answers
+from clawd.training.greedy import greedy_answers
 
 ANSWER_TOKENS = 64  # the teacher's answer per prompt
 PROMPTS = 12  # the user's newest distinct prompts a run reads
@@ -100,7 +100,7 @@ def memory_examples(
     students = [ids(p) for p in memory["train"]]
     teachers = [ids(teacher_messages(p, memory["memories"])) for p in memory["train"]]
     model.eval()
-    answers, _ = greedy_answers(model, teachers, ANSWER_TOKENS, eos)
+    answers = greedy_answers(model, teachers, ANSWER_TOKENS, eos)
     out = []
     for i, (s, t, a) in enumerate(zip(students, teachers, answers, strict=True)):
         if not a or max(len(s), len(t)) + len(a) > max_seq_len:

@@ -1,15 +1,18 @@
 """Hindsight answers: the model with the hint in context writes its own answer to a sample.
 
 A behaviour the plain model never produces (no base answer of SmolLM2-135M ends with a question)
-cannot be taught from its own tokens. ``hindsight_examples`` lets the hinted model write
-answers for each hinted sample, keeps those that still answer the question (``relevance``: a
-small model told "call me Sam" often stops answering and writes "I'm here to help, what can I
-do?", which distilled into the student collapses every answer into that) and do not copy the
-question or the hint out (``echo_share``, ``hint_block``), and returns the one the hint
-explains best (``hint_gain``) as a new OPD-only example for ``clawd.training.ppo``.
+cannot be taught from its own tokens. ``hindsight_examples`` lets the hinted model write its
+greedy answer for each hinted sample, keeps it if it still answers the question (``relevance``:
+a small model told "call me Sam" often stops answering and writes "I'm here to help, what can I
+do?", which distilled into the student collapses every answer into that) and does not copy the
+question or the hint out (``echo_share``, ``hint_block``), and returns it, with how much the
+hint explains it (``hint_gain``), as a new OPD-only example for ``clawd.training.ppo``. More
+candidates (sampled answers, one written with the hint's pull amplified) and other rankings
+chose no more compliant answers on SmolLM2-135M and were removed (docs/experiments.md,
+"Removed from the code").
 
-Run alone: ``python -m bench.hindsight`` runs ``hindsight_examples`` on the default model with
-a persona's hint and prints what it kept (this module has no state of its own).
+Run alone: see ``clawd.training.run`` with ``train_method = "hindsight"`` (this module has no
+state of its own).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import torch
 
 from clawd.training.batches import Example
 from clawd.training.config import TrainConfig
-from clawd.training.guided import cut_at_end, guided_greedy
+from clawd.training.greedy import cut_at_end
 from clawd.training.torchmodel import token_logprobs
 
 
@@ -79,28 +82,19 @@ def echo_share(answer: list[int], source: list[int], n: int = 4) -> float:
 
 
 @torch.inference_mode()
-def hint_gain(
-    model: Any, teacher_prompt: list[int], prompt: list[int], answer: list[int], peak: int = 0
-) -> float:
-    """How much the hint explains ``answer``, per token. With ``peak`` 0, the mean over the
-    answer's tokens of
+def hint_gain(model: Any, teacher_prompt: list[int], prompt: list[int], answer: list[int]) -> float:
+    """How much the hint explains ``answer``, per token: the mean over the answer's tokens of
 
         g_t = log p(a_t | prompt with the hint, a_<t)  -  log p(a_t | prompt, a_<t),
 
     in nats: about 0 for an answer the model would have written without the hint, more for one
-    that follows it ("Sam, the capital ..." over "The capital ..."). As a choice among sampled
-    answers the mean did no better than chance on SmolLM2-135M (docs/experiments.md): a
-    preference often lives in a few tokens (a name, a closing question), and the mean over a
-    long answer dilutes them. With ``peak`` k > 0, the mean of the k largest g_t instead (all of
-    them when the answer is shorter); as a choice the top 3 did no better on SmolLM2 either, for
-    lack of compliant candidates to choose (docs/experiments.md, 2026-12-03)."""
+    that follows it ("Sam, the capital ..." over "The capital ..."). It is the trained answer's
+    mean OPD advantage; as a choice among sampled answers it did no better than chance on
+    SmolLM2-135M (docs/experiments.md, "Hindsight answers: several candidates")."""
     if not answer:
         return 0.0
     hinted, plain = _answer_logprobs(model, [teacher_prompt, prompt], answer)
-    gains = hinted - plain
-    if peak > 0:
-        gains = gains.topk(min(peak, gains.numel())).values
-    return float(gains.mean())
+    return float((hinted - plain).mean())
 
 
 def hint_block(teacher_prompt: list[int], prompt: list[int]) -> list[int]:
@@ -117,41 +111,19 @@ def hint_block(teacher_prompt: list[int], prompt: list[int]) -> list[int]:
     return teacher_prompt[start : len(teacher_prompt) - end]
 
 
-def _write(
-    model: Any, prompt: list[int], plain: list[int], cfg: TrainConfig, eos: list[int]
-) -> tuple[list[list[int]], list[int] | None]:
-    """The hinted model's answers: the greedy one, with ``cfg.hindsight_guidance`` != 1 also the
-    guided greedy one (``guided.guided_greedy``, ``plain`` the prompt without the hint), then
-    ``cfg.hindsight_candidates - 1`` sampled at ``cfg.hindsight_temperature`` in one batch; each
-    cut after its end-of-turn token. Returns them all and the guided one (None when off)."""
+def _write(model: Any, prompt: list[int], cfg: TrainConfig, eos: list[int]) -> list[int]:
+    """The hinted model's greedy answer to ``prompt`` (at most ``cfg.hindsight_max_tokens``
+    tokens), cut after its end-of-turn token."""
     ids = torch.tensor([prompt], device=next(model.parameters()).device)
-    common = {
-        "attention_mask": torch.ones_like(ids),
-        "max_new_tokens": cfg.hindsight_max_tokens,
-        "eos_token_id": eos or None,
-        "pad_token_id": eos[0] if eos else 0,
-    }
-    rows = list(model.generate(input_ids=ids, do_sample=False, **common))
-    if cfg.hindsight_candidates > 1:
-        k = cfg.hindsight_candidates - 1
-        common["attention_mask"] = common["attention_mask"].expand(k, -1)
-        rows += list(
-            model.generate(
-                input_ids=ids.expand(k, -1),
-                do_sample=True,
-                temperature=cfg.hindsight_temperature,
-                top_p=0.95,
-                top_k=0,
-                **common,
-            )
-        )
-    out = [cut_at_end(row[ids.shape[1] :].tolist(), eos) for row in rows]
-    guided = None
-    if cfg.hindsight_guidance != 1:
-        g, n = cfg.hindsight_guidance, cfg.hindsight_max_tokens
-        guided = guided_greedy(model, prompt, plain, g, n, eos)
-        out.insert(1, guided)
-    return out, guided
+    row = model.generate(
+        input_ids=ids,
+        attention_mask=torch.ones_like(ids),
+        max_new_tokens=cfg.hindsight_max_tokens,
+        do_sample=False,
+        eos_token_id=eos or None,
+        pad_token_id=eos[0] if eos else 0,
+    )[0]
+    return cut_at_end(row[ids.shape[1] :].tolist(), eos)
 
 
 @torch.inference_mode()
@@ -166,60 +138,45 @@ def hindsight_examples(
     OPD-only example: the student learns, token by token and inside the same clipping, toward
     what it would have said had it known the hint.
 
-    The model writes ``cfg.hindsight_candidates`` answers (greedy, then sampled: a small model
-    often follows a hint in one answer of several and not in its greedy one). An answer may
-    train only if it still answers the question: its ``relevance`` (measured without the hint,
-    where the student will say it) is at least ``cfg.hindsight_relevance`` of the served
-    answer's and at least ``cfg.hindsight_min_relevance`` (the floor matters once the served
-    answers have drifted off the question); it does not mostly copy out the question or the hint
-    (``echo_share`` at most ``cfg.hindsight_max_echo``); and it quotes no run of 4 tokens of the
-    hint (``hint_block``): a small model often writes "[user's hint / instruction]" or the hint
-    itself into its answer, and the student would learn to print instructions. Of those, the one
-    with the largest ``hint_gain`` trains (the mean over its tokens, or with ``cfg.hindsight_peak``
-    k over its k largest). With ``cfg.hindsight_trust``, when no answer reaches
-    the relevance floor the hinted model is deflecting, and the example's own OPD term is
-    dropped too (``Example.teacher_trusted``). Returns the new examples and, for every hinted
-    example, what was measured and whether an answer was kept."""
+    The model writes its greedy answer with the hint in context. It trains only if it still
+    answers the question: its ``relevance`` (measured without the hint, where the student will
+    say it) is at least ``cfg.hindsight_relevance`` of the served answer's and at least
+    ``cfg.hindsight_min_relevance`` (the floor matters once the served answers have drifted off
+    the question); it does not mostly copy out the question or the hint (``echo_share`` at most
+    ``cfg.hindsight_max_echo``); and it quotes no run of 4 tokens of the hint (``hint_block``): a
+    small model often writes "[user's hint / instruction]" or the hint itself into its answer,
+    and the student would learn to print instructions. With ``cfg.hindsight_trust``, when the
+    answer misses the relevance floor the hinted model is deflecting, and the example's own OPD
+    term is dropped too (``Example.teacher_trusted``). Returns the new examples and, for every
+    hinted example with an answer of its own, what was measured and whether it was kept."""
     model.eval()
     out, seen = [], []
     for ex in examples:
         if not ex.hint:
             continue
-        answers = []
-        written, guided = _write(model, ex.teacher_prompt_ids, ex.prompt_ids, cfg, eos)
-        for a in written:
-            if a and a != ex.response_ids and a not in answers:
-                answers.append(a)
-        if not answers:
+        answer = _write(model, ex.teacher_prompt_ids, cfg, eos)
+        if not answer or answer == ex.response_ids:
             continue
         served = relevance(model, ex.prompt_ids, ex.response_ids, references)
         floor = max(served * cfg.hindsight_relevance, cfg.hindsight_min_relevance)
-        block = hint_block(ex.teacher_prompt_ids, ex.prompt_ids)
-        measured = []
-        for a in answers:
-            rel = relevance(model, ex.prompt_ids, a, references)
-            echo = echo_share(a, ex.teacher_prompt_ids)
-            quote = echo_share(a, block)
-            gain = hint_gain(model, ex.teacher_prompt_ids, ex.prompt_ids, a, cfg.hindsight_peak)
-            fits = rel >= floor and echo <= cfg.hindsight_max_echo and quote == 0
-            measured.append((fits, gain, rel, echo, quote, a))
-        fit = [m for m in measured if m[0]]
-        kept, gain, rel, echo, quote, answer = max(fit or measured, key=lambda m: (m[1], m[2]))
+        rel = relevance(model, ex.prompt_ids, answer, references)
+        echo = echo_share(answer, ex.teacher_prompt_ids)
+        quote = echo_share(answer, hint_block(ex.teacher_prompt_ids, ex.prompt_ids))
+        gain = hint_gain(model, ex.teacher_prompt_ids, ex.prompt_ids, answer)
+        kept = rel >= floor and echo <= cfg.hindsight_max_echo and quote == 0
         # The teacher's view scores the served answer as the hinted model would write it; when
-        # none of the hinted model's own answers still answers the question, that view teaches
-        # deflection, not the preference, so the sample keeps its reward term only.
-        if cfg.hindsight_trust and not any(m[2] >= floor for m in measured):
+        # the hinted model's own answer no longer answers the question, that view teaches
+        # deflection, not the preference, so the sample keeps its reward term only (a NaN
+        # relevance too, hence not >=).
+        if cfg.hindsight_trust and not rel >= floor:
             ex.teacher_trusted = False
         seen.append(
             {
                 "sample_id": ex.sample_id,
-                "candidates": len(answers),
-                "fit": len(fit),
                 "relevance_served": round(served, 3),
                 "relevance_hindsight": round(rel, 3),
                 "echo": round(echo, 3),
                 "quotes_hint": quote > 0,
-                "guided": answer == guided,
                 "hint_gain": round(gain, 3),
                 "kept": kept,
                 "teacher_trusted": ex.teacher_trusted,

@@ -135,43 +135,6 @@ def clipped_policy_loss(
     return loss, metrics
 
 
-def topk_distill_loss(
-    student_lp: torch.Tensor,
-    teacher_lp: torch.Tensor,
-    has_hint: torch.Tensor,
-    mask: torch.Tensor,
-    normalizer: float,
-) -> torch.Tensor:
-    """Forward KL from the hinted teacher's top-k next-token distribution to the student, at
-    every position of the student's own answer (on-policy distillation over the vocabulary,
-    as in GKD, Agarwal et al., 2024, instead of over the one token sampled).
-
-    ``q_t = softmax(teacher_lp_t)`` over the teacher's k likeliest tokens (renormalised);
-    ``loss_t = sum_k q_tk (log q_tk - student_lp_tk)``, which is >= 0 and 0 only when the
-    student puts all its mass on those k tokens in the teacher's proportions;
-    ``loss = sum_{b,t} mask * has_hint_b * loss_t / normalizer``.
-
-    The sampled-token OPD term can only raise or lower the token the student wrote; this term
-    also moves the alternatives the teacher prefers there, so a behaviour the student never
-    samples (a name, a closing question) can still gain mass.
-
-    Args:
-        student_lp: (B, T, k) log-probs of the teacher's top-k tokens under the weights being
-            trained (with gradient), full-vocabulary log-softmax values.
-        teacher_lp: (B, T, k) the teacher's log-probs of the same tokens, no gradient.
-        has_hint: (B,) 0/1: which sequences have a trusted teacher.
-        mask: (B, T) 1.0 on response tokens.
-        normalizer: the policy loss's constant.
-    Returns:
-        the scalar loss.
-    """
-    if normalizer <= 0:
-        raise ValueError("normalizer must be positive")
-    q_log = torch.log_softmax(teacher_lp, dim=-1)
-    per_token = (q_log.exp() * (q_log - student_lp)).sum(-1)
-    return (per_token * mask * has_hint[:, None]).sum() / normalizer
-
-
 def unlikelihood_loss(
     logp: torch.Tensor, marked: torch.Tensor, normalizer: float, floor: float = 1e-6
 ) -> torch.Tensor:

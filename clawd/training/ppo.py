@@ -3,13 +3,11 @@
 ``score_examples`` fills each example's ``old_lp`` (plain context) and ``teacher_lp`` (the hint
 in context), and ``ref_lp`` (the base model, when the KL penalty is on), without gradient.
 ``train_steps`` then runs PPO epochs on ``clawd.training.losses``: token advantages with a
-centred reward, the clipped surrogate over a constant normaliser, with ``distill_topk`` a top-k
-distillation term toward the hinted teacher's likeliest tokens (``score_examples`` keeps them), a
-k3 KL-to-base penalty whose coefficient adapts step by step, with ``unlikelihood`` a term
-against repeated phrases (``clawd.training.repeats``), and a trust region: the update
-stops once its KL to the pre-update weights passes ``target_kl``, and a step that lands past
-``overshoot`` times it is undone and retaken at half the rate. It raises on a non-finite loss
-or gradient.
+centred reward, the clipped surrogate over a constant normaliser, a k3 KL-to-base penalty whose
+coefficient adapts step by step, with ``unlikelihood`` a term against repeated phrases
+(``clawd.training.repeats``), and a trust region: the update stops once its KL to the
+pre-update weights passes ``target_kl``, and a step that lands past ``overshoot`` times it is
+undone and retaken at half the rate. It raises on a non-finite loss or gradient.
 
 Run alone: see ``clawd.training.run`` (this module has no state of its own).
 """
@@ -26,7 +24,6 @@ import torch
 
 from clawd.training.batches import Example, collate
 from clawd.training.config import TrainConfig
-from clawd.training.loopguard import LoopGuard
 from clawd.training.losses import (
     adapt_kl_coef,
     centred_rewards,
@@ -35,7 +32,6 @@ from clawd.training.losses import (
     mean_k3_kl,
     opd_kl_baseline,
     token_advantages,
-    topk_distill_loss,
     unlikelihood_loss,
 )
 from clawd.training.repeats import Repeat, collate_repeats
@@ -100,8 +96,6 @@ def score_examples(model: Any, examples: list[Example], cfg: TrainConfig) -> Non
             )
             both = log_probs_of(full, targets)
             old, teacher = both[: len(chunk)], both[len(chunk) :]
-            # Top-k distillation: the hinted teacher's k likeliest tokens at each position.
-            top = full[len(chunk) :].topk(cfg.distill_topk, dim=-1) if cfg.distill_topk else None
             base = (
                 opd_kl_baseline(full[: len(chunk)], full[len(chunk) :])
                 if cfg.opd_baseline
@@ -109,7 +103,7 @@ def score_examples(model: Any, examples: list[Example], cfg: TrainConfig) -> Non
             )
         else:
             old = teacher = logprobs(model, batch, "student")
-            top = base = None
+            base = None
         if cfg.kl_coef > 0:  # the base model: the penalty's reference
             with model.disable_adapter():
                 ref = logprobs(model, batch, "student")
@@ -119,9 +113,6 @@ def score_examples(model: Any, examples: list[Example], cfg: TrainConfig) -> Non
             n = len(ex.response_ids)
             ex.old_lp, ex.ref_lp = old[j, :n].tolist(), ref[j, :n].tolist()
             ex.teacher_lp = teacher[j, :n].tolist() if ex.teaches else ex.old_lp
-            teaches = top is not None and ex.teaches
-            ex.top_ids = top.indices[j, :n].tolist() if teaches else []
-            ex.top_lp = top.values[j, :n].tolist() if teaches else []
             # The baseline is the expectation over the student's next token: its own answers only.
             own = base is not None and ex.teaches and not ex.hindsight
             ex.opd_base = base[j, :n].tolist() if own else []
@@ -134,7 +125,6 @@ def train_steps(
     on_step: Callable[[dict[str, float]], None],
     kl_coef: float | None = None,
     on_kept: Callable[[dict[str, Any]], None] | None = None,
-    guard: LoopGuard | None = None,
     repeats: list[Repeat] | None = None,
 ) -> dict[str, Any]:
     """PPO epochs over the scored examples; raises NonFinite on a NaN or infinite value.
@@ -146,11 +136,6 @@ def train_steps(
     the learning rate, at most ``max_halvings`` times, then the update stops inside or just past
     the region instead of wherever one step threw it.
 
-    With a ``guard`` (``clawd.training.loopguard``) every step is also asked the gate's prompts
-    before the next: a step that makes an answer loop where the update's starting weights did
-    not is undone and retaken at half the rate (the same ``max_halvings`` in all); with none
-    left the update ends before it (``loop``: the prompt and answer that looped).
-
     With ``cfg.unlikelihood`` each step also pushes down, by unlikelihood, the tokens of its
     batch that repeat an earlier 4-gram of their answer and those of ``batch_size`` of the
     ``repeats`` (greedy answers of the starting weights, taken in turn).
@@ -160,13 +145,13 @@ def train_steps(
     ``kl_coef``, ...; a count may come twice, after an undone step, with the same weights), so
     that the caller can keep the weights of earlier points. Returns how the update
     ended: ``stopped_early`` (the trust region ended it), ``steps`` (steps kept), ``undone``
-    (steps taken back, ``looped`` of them for a loop), ``lr`` (the rate it ended at), ``kl_coef``
-    (the penalty's coefficient after adapting, for the next run to start from).
+    (steps taken back), ``lr`` (the rate it ended at), ``kl_coef`` (the penalty's coefficient
+    after adapting, for the next run to start from).
     """
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=0.0)
     rng = random.Random(cfg.seed)
-    step = undone = taken = looped = 0  # kept, taken back (for a loop), taken (logs its number)
+    step = undone = taken = 0  # kept, taken back, taken (logs its number)
     lr = cfg.lr
     beta = cfg.kl_coef if kl_coef is None else kl_coef
     normalizer = float(cfg.batch_size * cfg.norm_tokens)
@@ -186,10 +171,9 @@ def train_steps(
         ]
     saved: tuple[list[torch.Tensor], dict[str, Any], float] | None = None  # before the last step
 
-    def ended(stopped: bool, kl_step: float | None = None, **more: Any) -> dict[str, Any]:
+    def ended(stopped: bool, kl_step: float | None = None) -> dict[str, Any]:
         out = {"stopped_early": stopped, "steps": step, "undone": undone, "lr": lr, "kl_coef": beta}
-        out = out if kl_step is None else {**out, "kl_step": kl_step}
-        return {**out, "looped": looped, **more} if guard is not None else out
+        return out if kl_step is None else {**out, "kl_step": kl_step}
 
     def undo() -> None:  # back to the weights before the last step
         nonlocal beta, saved, step, undone
@@ -210,13 +194,13 @@ def train_steps(
     i = 0
     while i <= len(batches):
         if i == len(batches):  # after the last step: where did it land, on its own batch?
-            if saved is None or (cfg.target_kl <= 0 and guard is None):
+            if saved is None or cfg.target_kl <= 0:
                 break
             with torch.no_grad():
-                batch, full, logp = _forward(model, batches[-1])
+                batch, logp = _forward(model, batches[-1])
         else:
             model.train()
-            batch, full, logp = _forward(model, batches[i])
+            batch, logp = _forward(model, batches[i])
         mask = batch["mask"]
         step_kl = mean_k3_kl(logp.detach(), batch["old_lp"], mask).item()
         if cfg.target_kl > 0 and step_kl > cfg.target_kl:
@@ -226,18 +210,6 @@ def train_steps(
                 halve()
                 i -= 1
                 continue
-        if guard is not None and saved is not None:  # the last step, asked the gate's prompts
-            loop = guard.check()
-            if loop is not None:
-                undo()
-                looped += 1
-                if undone <= cfg.max_halvings:  # retake it at half the rate
-                    halve()
-                    i -= 1
-                    continue
-                return ended(True, loop=loop)  # no retake left: the update ends before it
-            guard.accept()
-        if cfg.target_kl > 0 and step_kl > cfg.target_kl:
             if i < len(batches):
                 return ended(True, step_kl)  # Trust region (PPO early stopping): far enough.
         if i == len(batches):
@@ -257,17 +229,6 @@ def train_steps(
             cfg.w_rl,
             batch["opd_base"],
         )
-        distill = (  # the student's log-probs of the teacher's top-k, when it has them
-            topk_distill_loss(
-                log_probs_of(full, batch["top_ids"]),
-                batch["top_lp"],
-                batch["has_top"],
-                mask,
-                normalizer,
-            )
-            if "top_ids" in batch
-            else torch.zeros((), device=mask.device)
-        )
         loss, metrics = clipped_policy_loss(
             logp, batch["old_lp"], adv, mask, normalizer, cfg.eps_low, cfg.eps_high
         )
@@ -278,11 +239,11 @@ def train_steps(
             unlikely = unlikelihood_loss(logp, marked, normalizer)
             if repeats:
                 unlikely = unlikely + _repeats_loss(model, repeats, taken, cfg, normalizer)
-        total = loss + beta * kl + cfg.w_opd * distill + cfg.unlikelihood * unlikely
+        total = loss + beta * kl + cfg.unlikelihood * unlikely
         step, taken = step + 1, taken + 1
         if not torch.isfinite(total):
             raise NonFinite(f"non-finite loss at step {taken}")
-        if cfg.target_kl > 0 or guard is not None:  # what an undone step goes back to
+        if cfg.target_kl > 0:  # what an undone step goes back to
             saved = ([p.detach().clone() for p in params], copy.deepcopy(opt.state_dict()), beta)
         opt.zero_grad()
         total.backward()
@@ -304,7 +265,6 @@ def train_steps(
                 "loss": total.item(),
                 "policy_loss": loss.item(),
                 "kl": kl.item(),
-                "distill": distill.item(),
                 "unlikelihood": unlikely.item(),
                 "repeated": int(marked.sum().item()),
                 "kl_base": base_kl,
@@ -336,15 +296,8 @@ def _repeats_loss(
     return unlikelihood_loss(logp, rb["marked"], normalizer)
 
 
-def _forward(model: Any, chunk: list[Example]) -> tuple[dict[str, Any], Any, torch.Tensor]:
-    """One batch through the weights being trained: the collated batch, the log-softmax at its
-    response positions, and the log-probs of the served tokens."""
+def _forward(model: Any, chunk: list[Example]) -> tuple[dict[str, Any], torch.Tensor]:
+    """One batch through the weights being trained: the collated batch and the log-probs of the
+    served tokens (B, T)."""
     batch = collate(chunk)
-    full, targets = response_log_softmax(
-        model,
-        batch["student_ids"],
-        batch["student_attn"],
-        batch["student_start"],
-        batch["mask"].shape[1],
-    )
-    return batch, full, log_probs_of(full, targets)
+    return batch, logprobs(model, batch, "student")

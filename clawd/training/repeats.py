@@ -6,10 +6,10 @@ stricter loop rule, refuses every update, and cannot fix them (docs/experiments.
 said over and over"). With ``train_unlikelihood`` the update also pushes such tokens down
 (``losses.unlikelihood_loss``): the tokens of its training answers that repeat an earlier
 n-gram of the same answer, and those of the greedy answers that the weights it starts from
-write to the user's own prompts, where the gate also looks for loops (with
-``train_unlikelihood_general`` to its general prompts too, which it measures drift on). An
-update that starts from a lineage sliding into a loop thus pays for it, instead of
-the loop being served or the update being refused.
+write to the user's own prompts, where the gate also looks for loops (not to its general
+prompts, which it measures drift on: docs/experiments.md, "Unlikelihood on the user's own
+prompts only"). An update that starts from a lineage sliding into a loop thus pays for it,
+instead of the loop being served or the update being refused.
 
 Run alone to print a model's (or an adapter's) greedy answers to the gate's general prompts
 with their repeating tokens in brackets::
@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-from clawd.training.loopguard import greedy_answers
+from clawd.training.greedy import greedy_answers
 
 NGRAM = 4  # Welleck et al. (2019) mark repeats of 4-grams
 
@@ -63,7 +63,7 @@ def own_repeats(
     was = model.training
     model.eval()
     try:
-        answers, _ = greedy_answers(model, prompts, max_tokens, eos)
+        answers = greedy_answers(model, prompts, max_tokens, eos)
     finally:
         model.train(was)
     out = []
@@ -92,7 +92,7 @@ def collate_repeats(chunk: list[Repeat], device: Any) -> dict[str, torch.Tensor]
 
 def main() -> None:
     from adapters.gate import ABILITY_TOKENS
-    from clawd.training.loopguard import script_model
+    from clawd.training.greedy import script_model
 
     model, tok, prompts, eos = script_model("clawd.training.repeats")
     found, written = own_repeats(model, prompts, ABILITY_TOKENS, eos)

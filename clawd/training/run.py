@@ -283,11 +283,10 @@ def _train(
             "lr": ended["lr"],
             "stopped_early": ended["stopped_early"],
             "kl_coef": ended["kl_coef"],
-            # steps the loop guard took back, and its prompts and time (train_loop_guard)
-            **{k: ended[k] for k in ("looped", "guard") if k in ended},
         },
-        "seconds": seconds,  # load, hindsight, score, guard, train, export (the worker), ray, gate
-        # (the gate's time includes judging earlier points of the update, when it did)
+        # load, hindsight, memories, score, repeats, train, export (the worker), ray, gate (the
+        # gate's time includes judging earlier points of the update, when it did)
+        "seconds": seconds,
         "files": {"gguf": "adapter.gguf", "peft": "peft", "report": "report.json"},
     }
     final = registry.add_candidate(store, home, tmp, manifest, trained_ids, result["heldout_ids"])

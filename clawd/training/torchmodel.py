@@ -134,10 +134,8 @@ def token_logprobs(
 
 
 def log_probs_of(logp: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
-    """``logp`` (B, T, V) read at ``ids``: (B, T) ids give (B, T), (B, T, k) give (B, T, k)."""
-    if ids.dim() == 2:
-        return torch.gather(logp, 2, ids[:, :, None]).squeeze(-1)
-    return torch.gather(logp, 2, ids)
+    """``logp`` (B, T, V) read at ``ids`` (B, T): (B, T)."""
+    return torch.gather(logp, 2, ids[:, :, None]).squeeze(-1)
 
 
 def end_tokens(tok: Any) -> list[int]:

@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from clawd.training import consolidate, earlier, hindsight, loopguard, ppo, repeats
+from clawd.training import consolidate, earlier, hindsight, ppo, repeats
 from clawd.training.batches import Example, build_examples
 from clawd.training.config import TrainConfig
 
@@ -140,21 +140,15 @@ def update(
         lap("memories")
     ppo.score_examples(model, examples, cfg)
     lap("score")
-    guard = None
-    if cfg.loop_guard:  # the gate's ability check after every step (clawd.training.loopguard)
-        guard = loopguard.LoopGuard(
-            model, general + own, ABILITY_TOKENS, eos, cfg.gate_ability_alpha
-        )
-        lap("guard")
     found: list[repeats.Repeat] = []
-    asked = (general if cfg.unlikelihood_general else []) + own
     repeats_written = 0
-    if cfg.unlikelihood > 0 and asked:  # the starting weights' own loops on the prompts asked
-        found, repeats_written = repeats.own_repeats(model, asked, ABILITY_TOKENS, eos)
+    # The starting weights' own loops on the user's prompts (not the gate's general ones, which
+    # it measures drift on: docs/experiments.md, "Unlikelihood on the user's own prompts only").
+    if cfg.unlikelihood > 0 and own:
+        found, repeats_written = repeats.own_repeats(model, own, ABILITY_TOKENS, eos)
         lap("repeats")
     total = cfg.epochs * math.ceil(len(examples) / cfg.batch_size)
-    retakes = cfg.target_kl > 0 or guard is not None
-    total += cfg.max_halvings if retakes else 0  # steps the trust region or the guard may retake
+    total += cfg.max_halvings if cfg.target_kl > 0 else 0  # steps the trust region may retake
     steps: list[dict[str, float]] = []
 
     def step(m: dict[str, float]) -> None:
@@ -180,7 +174,6 @@ def update(
         step,
         kl_coef=inputs.kl_coef,
         on_kept=keep,
-        guard=guard,
         repeats=found,
     )
     lap("train")
@@ -188,15 +181,6 @@ def update(
         raise TrainingError(
             f"the first step was already past the trust region (KL {ended.get('kl_step', 0):.3f} "
             f"> train_target_kl {cfg.target_kl}): nothing was learned"
-        )
-    if guard is not None:
-        ended["guard"] = guard.report()
-    if ended["steps"] == 0:
-        loop = ended.get("loop") or {}
-        answer = tok.decode(loop.get("answer") or [])
-        raise TrainingError(
-            f"the first step made a greedy answer loop at every rate tried, down to "
-            f"{ended['lr']:.2g} ({answer[:80]!r}): nothing was learned"
         )
     model.save_pretrained(out / "peft")
     export_gguf(out / "peft", model_path, out / "adapter.gguf")

@@ -1,0 +1,95 @@
+"""The model's greedy answers, batched, each cut after its end-of-turn token.
+
+Two steps of a run ask the weights it starts from for their greedy answers: unlikelihood
+(``clawd.training.repeats``: the answers to the user's own prompts that repeat a phrase) and
+consolidation (``clawd.training.consolidate``: the memories' teacher answers). Both ask many
+prompts at once, so ``greedy_answers`` writes them in left-padded batches (``generate`` derives
+positions from the attention mask) and cuts each after its first end-of-turn token, which it
+keeps. A batch may differ from the same prompt asked alone by float rounding, where two tokens
+tie. The gate asks the same kind of answers in llama.cpp (``adapters.loops``), not here.
+
+Run alone to print a model's (or an adapter's) greedy answers to the gate's general prompts and
+which of them degenerate (empty or looping), on CPU::
+
+    python -m clawd.training.greedy MODEL.gguf [PEFT_DIR]
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+
+def cut_at_end(answer: list[int], eos: list[int]) -> list[int]:
+    """``answer`` up to and including its first end-of-turn token (all of it without one)."""
+    ends = [i for i, t in enumerate(answer) if t in eos]
+    return answer[: ends[0] + 1] if ends else answer
+
+
+@torch.inference_mode()
+def greedy_answers(
+    model: Any, prompts: list[list[int]], max_tokens: int, eos: list[int], batch: int = 16
+) -> list[list[int]]:
+    """The model's greedy answers to ``prompts`` (token ids), at most ``max_tokens`` tokens each,
+    cut after the first end-of-turn token (``eos``: its ids, not empty), in batches of
+    ``batch``."""
+    out: list[list[int]] = []
+    device = next(model.parameters()).device
+    for i in range(0, len(prompts), batch):
+        chunk = prompts[i : i + batch]
+        width = max(map(len, chunk))
+        ids = torch.tensor([[eos[0]] * (width - len(r)) + r for r in chunk], device=device)
+        mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in chunk], device=device)
+        got = model.generate(
+            input_ids=ids,
+            attention_mask=mask,
+            max_new_tokens=max_tokens,
+            do_sample=False,
+            eos_token_id=eos,
+            pad_token_id=eos[0],
+        )  # (B, width + at most max_tokens)
+        out += [cut_at_end(row[width:].tolist()[:max_tokens], eos) for row in got]
+    return out
+
+
+def script_model(module: str) -> tuple[Any, Any, list[list[int]], list[int]]:
+    """For a module run alone with ``MODEL.gguf [PEFT_DIR]``: the model in eval mode (with the
+    adapter, when given), its tokenizer, the gate's general prompts as token ids and the
+    end-of-turn ids; exits with a usage line on other arguments."""
+    import sys
+    from pathlib import Path
+
+    from adapters.gate import general_prompts
+    from clawd.chattemplate import ChatTemplate
+    from clawd.config import clawd_home
+    from clawd.training import torchmodel
+
+    if len(sys.argv) not in (2, 3):
+        sys.exit(f"usage: python -m {module} MODEL.gguf [PEFT_DIR]")
+    gguf = Path(sys.argv[1])
+    model, tok = torchmodel.load(gguf, clawd_home())
+    if len(sys.argv) == 3:
+        from peft import PeftModel
+
+        model = PeftModel.from_pretrained(model, sys.argv[2])
+    model.eval()
+    render = ChatTemplate.from_gguf(gguf).render
+    prompts = general_prompts(lambda s: tok(s, add_special_tokens=False)["input_ids"], render)
+    return model, tok, prompts, torchmodel.end_tokens(tok)
+
+
+def main() -> None:
+    from adapters.gate import ABILITY_TOKENS
+    from adapters.loops import degeneration
+
+    model, tok, prompts, eos = script_model("clawd.training.greedy")
+    answers = greedy_answers(model, prompts, ABILITY_TOKENS, eos)
+    bad = set(degeneration(answers, lambda t: t in eos)["at"])
+    for k, a in enumerate(answers):
+        mark = "LOOP " if k in bad else ""
+        print(f"{k:2d} {mark}{tok.decode(a)!r}")
+
+
+if __name__ == "__main__":
+    main()
