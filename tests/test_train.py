@@ -342,12 +342,17 @@ def test_training_threads_do_not_spin_unless_the_user_says_how() -> None:
     assert openmp_wait({}) == {"GOMP_SPINCOUNT": "1000"}
 
 
-def test_a_run_distils_the_memories_and_records_their_gap(any_gguf: Path, home: Path) -> None:
+@pytest.mark.parametrize("model", ["qwen3", pytest.param("smollm2", marks=pytest.mark.slow)])
+def test_a_run_distils_the_memories_and_records_their_gap(
+    model: str, request: pytest.FixtureRequest, home: Path
+) -> None:
     """Consolidation: the run adds one OPD example per training prompt (teacher with the
     memories in the system message, student without), and the gate measures each memory's gap
-    on the held-out prompts, recorded in the manifest and on the memory."""
+    on the held-out prompts, recorded in the manifest and on the memory. (SmolLM2, about a
+    minute, with the slow tests.)"""
     from clawd.store import memories
 
+    any_gguf = request.getfixturevalue("smollm2_gguf" if model == "smollm2" else "tiny_qwen3_gguf")
     with Store.open(home) as store:
         for q in ("Name a fruit.", "What is 2+2?", "Say hi.", "Name a colour.", "Why rain?"):
             add_sample(store, any_gguf, hint="Be brief.", reward=-1, kind="opd+rl", question=q)
