@@ -18,6 +18,8 @@ OWN = [
     "What should I cook tonight?",
     "Explain recursion to a child.",
     "Plan a day trip near the mountains.",
+    "How do I learn to juggle?",
+    "What is a good name for a goldfish?",
 ]
 
 
@@ -108,12 +110,14 @@ def test_the_gate_asks_the_users_own_prompts_too(
     general = gate.general_prompts(tokenize, render)[:2]
     verdict = gate.evaluate(tiny_qwen3_gguf, tmp_path / "l.gguf", None, [], general, mine)
     own = verdict["own_ability"]
-    assert own["base"]["at"] == [] and own["candidate"]["at"] == [0, 1, 2, 3, 4]
+    new = sorted(set(own["candidate"]["at"]) - set(own["base"]["at"]))
+    assert len(new) >= 5 and len(own["base"]["at"]) <= 2  # the random model loops on a few
     assert verdict["checks"]["own_prompts_ability"] is False and verdict["passed"] is False
-    assert [d["prompt"] for d in own["new_degenerate"]] == [0, 1, 2, 3, 4]
+    assert [d["prompt"] for d in own["new_degenerate"]] == new
     assert own["new_degenerate"][0]["answer"].count("1.") >= 8
     assert "user's prompts" not in " ".join(verdict["skipped"])
-    one = gate.evaluate(tiny_qwen3_gguf, tmp_path / "l.gguf", None, [], general, mine[:1])
+    first = [mine[new[0]]]
+    one = gate.evaluate(tiny_qwen3_gguf, tmp_path / "l.gguf", None, [], general, first)
     assert one["own_ability"]["candidate"]["at"] == [0] and one["checks"]["own_prompts_ability"]
     # Without the user's prompts the check is reported as skipped, never as passed.
     alone = gate.evaluate(tiny_qwen3_gguf, tmp_path / "l.gguf", None, [], general)
