@@ -101,7 +101,7 @@ def test_the_gate_asks_the_users_own_prompts_too(
     """A served adapter looped ("1. 1. 1. ...") on a user's questions and on none of the general
     prompts (docs/experiments.md, "The ability check on the user's own prompts"): the same check
     runs on the prompts of the run's samples, against the base model's answers to them. One
-    loop is within chance; a loop on each of 5 questions the base model answers is not."""
+    loop is within chance; a loop on 5 or more questions the base model answers is not."""
     tokenize, render = _vocab(tiny_qwen3_gguf)
     mine = [tokenize(render([{"role": "user", "content": q}])) for q in OWN]
     fit_answer(
