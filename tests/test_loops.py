@@ -10,7 +10,7 @@ import pytest
 from adapters import gate, loops
 from bench.adapterkit import fit_answer, make_adapter
 from clawd.serving.chat import DEFAULT_TEMPERATURE
-from tests.test_gate import Q, _vocab
+from tests.test_gate import OWN, Q, _vocab
 
 
 def test_degeneration_counts_empty_repeated_and_collapsed_answers() -> None:
@@ -122,22 +122,21 @@ def test_a_loop_no_sampled_answer_shows_is_excused(
 def test_a_loop_the_sampled_answers_show_still_fails_the_gate(
     smollm2_gguf: Path, torch_cache: Path, tmp_path: Path
 ) -> None:
-    """An adapter fitted to loop " 1. 1. 1." on a user's question loops when sampled too, so
-    with ``loop_samples`` the gate still rejects it, and the verdict gives the counts. On
-    SmolLM2: the random-weight Qwen3's fitted loop is its greedy path only (its sampled answers
-    are noise), which is the near-tie this check excuses."""
+    """An adapter fitted to loop " 1. 1. 1." on a user's questions loops when sampled too, so
+    with ``loop_samples`` the gate still rejects it (loops on 5 or more questions: more than
+    chance), and the verdict gives the counts. On SmolLM2: the random-weight Qwen3's fitted loop
+    is its greedy path only (its sampled answers are noise), which is the near-tie this check
+    excuses."""
     tokenize, render = _vocab(smollm2_gguf)
-    mine = tokenize(render(Q))
-    fit_answer(
-        smollm2_gguf, torch_cache, tmp_path, [mine], tokenize(" 1." * 24), tmp_path / "l.gguf"
-    )
+    mine = [tokenize(render([{"role": "user", "content": q}])) for q in OWN]
+    fit_answer(smollm2_gguf, torch_cache, tmp_path, mine, tokenize(" 1." * 24), tmp_path / "l.gguf")
     general = gate.general_prompts(tokenize, render)[:2]
     verdict = gate.evaluate(
-        smollm2_gguf, tmp_path / "l.gguf", None, [], general, [mine], loop_samples=4
+        smollm2_gguf, tmp_path / "l.gguf", None, [], general, mine, loop_samples=4
     )
     own = verdict["own_ability"]
-    assert own["sampled"][0]["prompt"] == 0
-    assert own["sampled"][0]["candidate"] >= own["sampled"][0]["base"] + loops.MARGIN
+    confirmed = [s for s in own["sampled"] if s["candidate"] >= s["base"] + loops.MARGIN]
+    assert len(confirmed) >= 5
     assert verdict["checks"]["own_prompts_ability"] is False and verdict["passed"] is False
 
 
