@@ -40,7 +40,7 @@ from clawd.serving.memories import router as memory_router
 from clawd.serving.protocol import ApiError, ConversationUpdate, FeedbackRequest
 from clawd.signals import review, standing
 from clawd.signals.job import feedback_signal, status_dict
-from clawd.signals.memory import remember
+from clawd.signals.memory import notices, remember
 from clawd.signals.waiting import why_no_run
 from clawd.store import memories, record
 from clawd.store.db import Store
@@ -144,14 +144,7 @@ def _remember_comment(d: Daemon, turn_id: str, comment: str) -> list[dict]:
         turn_id=turn_id,
         conversation_id=turn["conversation_id"],
     )
-    return [
-        {
-            "id": m["memory"]["id"],
-            "text": m["memory"]["text"],
-            "replaced": m["replaced"] and m["replaced"]["text"],
-        }
-        for m in made
-    ]
+    return notices(made)
 
 
 def create_app(daemon: Daemon) -> FastAPI:

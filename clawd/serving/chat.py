@@ -33,7 +33,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 
 from clawd.serving.engine import Delta, GenParams, PromptTooLong, Result
 from clawd.serving.protocol import ApiError, CreateChatCompletionRequest
-from clawd.signals.memory import remember_next_state
+from clawd.signals.memory import notices, remember_next_state
 from clawd.store import memories, record
 
 router = APIRouter()
@@ -73,14 +73,7 @@ def _clawd_extra(
     in its context and those its request's reply made (if captured by now)."""
     remembered: list[dict[str, Any]] = []
     if captured is not None and captured.done() and not captured.exception():
-        remembered = [
-            {
-                "id": m["memory"]["id"],
-                "text": m["memory"]["text"],
-                "replaced": m["replaced"] and m["replaced"]["text"],
-            }
-            for m in captured.result()
-        ]
+        remembered = notices(captured.result())
     return {
         "conversation_id": conversation_id,
         "adapter_version": result.adapter_version,

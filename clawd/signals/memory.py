@@ -552,6 +552,19 @@ def remember(
     return made
 
 
+def notices(made: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``remember``'s result as a response shows it: ``{"id", "text", "replaced"}`` each
+    (``replaced``: the text of the memory it replaced, or None)."""
+    return [
+        {
+            "id": m["memory"]["id"],
+            "text": m["memory"]["text"],
+            "replaced": m["replaced"] and m["replaced"]["text"],
+        }
+        for m in made
+    ]
+
+
 def remember_next_state(store: Store, turn_id: str) -> list[dict[str, Any]]:
     """``remember`` on the user's reply to ``turn_id`` (its next state), if it is a user
     message of a conversation that may be learned from; [] otherwise."""
