@@ -34,231 +34,32 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
+from clawd.signals.phrasing import (
+    ABOUT_ME,
+    EPHEMERAL,
+    FACT,
+    HABIT,
+    LASTING,
+    NAME,
+    ONE_OFF,
+    SO_THEREFORE,
+    STRONG,
+    TRANSIENT,
+    clauses,
+    contentful,
+    kind_of,
+    name_in,
+    sentences,
+    tidy,
+)
 from clawd.signals.standing import probabilities, probability
 from clawd.store import memories
 from clawd.store.db import Store
 
-LANGUAGES = (
-    "english french spanish german italian portuguese dutch polish russian ukrainian czech "
-    "swedish norwegian danish finnish greek turkish arabic hebrew hindi bengali urdu chinese "
-    "mandarin cantonese japanese korean vietnamese thai indonesian malay tagalog swahili "
-    "romanian hungarian catalan persian farsi latin"
-).split()
-_LANG = "|".join(LANGUAGES)
-
-# Capitalised words that follow "I'm" without being a name.
-_NOT_NAMES = frozenset(
-    LANGUAGES
-    + [w + "n" for w in ("america", "canadia", "australia", "asia", "africa", "europea")]
-    + "british irish scottish welsh brazilian mexican indian pakistani nigerian kenyan "
-    "egyptian israeli iranian iraqi afghan chilean peruvian colombian argentinian cuban "
-    "jewish muslim christian catholic buddhist hindu atheist sorry not just so here back "
-    "done fine ok okay good sure afraid confused tired busy new still also really very "
-    "gonna going trying asking looking wondering sick happy sad glad curious lost stuck "
-    "vegan vegetarian".split()
-)
-# Words after "call me" that are not a name ("call me back", "call me crazy").
-_NOT_CALLED = frozenset(
-    "back later crazy when if tomorrow tonight now maybe old a an the on at in by sometime "
-    "whatever anything something anytime soon again please that this it him her them what "
-    "whenever out".split()
-)
-
-_STANDING = re.compile(
-    r"\b(from now( on)?|from here on|every (answer|reply|response|message)|each (answer|reply)"
-    r"|(no|none|nothing|not|without)\b[^.]*\bever|only [\w+#.]+ for me"
-    r"|(talk|speak|write|be) \w+ (to|with) me|suits? (me|us)|works? (better|best) for (me|us)"
-    r"|would (be )?(preferable|appreciated|ideal|better|best|welcome|helpful|suit|help)"
-    r"|i (do |really |would |'d )?(prefer|welcome|appreciate|find (it|\w+) (easier|harder|better))"
-    r"|(stuff|things|everything|anything) like|for (anything|everything|all|any) \w+"
-    r"|(explain|give|write|suggest|use|keep|make|show) (stuff|things|everything|anything)"
-    r"|in every \w+|for all \w+|(stick to|follow) (that|those|this|it|them)"
-    r"|(keep|bear) (both|that|this|it|them) in mind|worth knowing|for context|fyi|f\.y\.i"
-    r"|for what it'?s worth|incidentally|i should mention|if that changes|unless i"
-    r"|(in )?subsequent|you (may|can|should) assume|assume (that )?i|don'?t ever"
-    r"|my answers|that'?s (the|a|my) rule|from this point|going forward|moving forward"
-    r"|in (the )?future"
-    r"|for future|next time|every time|each time|all the time|whenever|in general|generally"
-    r"|by default|as a rule|always|never|any more|anymore|remember|keep in mind|note that"
-    r"|don'?t forget|for the future|from today|all (of )?your (answers|replies|responses)"
-    r"|(in|for) (all|every|each|any) (answer|reply|response|message)s?"
-    r"|(your|the) (answers|replies|responses) (should|need|must|to be|could)"
-    r"|keep (your |the |all |)(answers|replies|responses)"
-    r"|(answers|replies|responses) (in|to|under|at|of|like|that|should|must|need)"
-    r"|i('d| would)? (really )?(prefer|like|want|need|love|hate) (it )?(when|if|that|short|"
-    r"long|brief|concise|answers|replies|responses|things|you|to get|code|bullet|no |plain)"
-    r"|i('d| would)? rather|please stop|stop (using|adding|writing|putting|saying|calling"
-    r"|with|giving|starting|ending|including|explaining|being)"
-    r"|don'?t (ever )?(use|add|write|put|include|start|end|call|give|explain|bother|say)"
-    r"|no more|not again|(i'?m|i am) (more )?(comfortable|fluent|native|better) in"
-    r"|my (native|first|preferred) language|the way i like|how i like)\b",
-    re.IGNORECASE,
-)
 # The classifier's probability from which a reply counts as standing: chosen by leaving one
 # voice of the fitted replies out at a time (0.5: precision 0.91, recall 0.96; 0.6: 0.96, 0.85;
 # 0.7: 1.00, 0.77), for precision first (bench/capture.py).
 STANDING = 0.6
-# Markers that say outright that a request lasts, whatever else the sentence corrects.
-_STRONG = re.compile(
-    r"\b(from now on|always|in (the )?future|going forward|every time|by default|remember"
-    r"|from here on|in general|for all|in every|all (of )?your)\b",
-    re.IGNORECASE,
-)
-# "We rent, so nothing that damages paint": something about the user and what follows from it.
-_SO_THEREFORE = re.compile(
-    r"\b(i|i'?m|im|we|we'?re|my|our|me|us)\b.*\b(so|as|since|because)\b.*\b(keep|use|give|"
-    r"assume|stick|skip|avoid|would|need|pls|please|suggest|make|mind|prefer|only|no|don'?t|"
-    r"better|ideal|realistic|cheap|should|must|want|easier|help|helps|explain|recipes?|ideas?|"
-    r"answers?|replies|examples?|tips|lists?)\b",
-    re.IGNORECASE,
-)
-# "you always do this", "I never said that": a complaint or a statement, not an instruction.
-_HABIT = re.compile(
-    r"\b(you|u|they|he|she|i|we)\s+(always|never)\s+\w+\s+(this|that|it|the same|so|me)\b"
-    r"|\b(it|this|that)\s+(always|never)\b|\bi never (said|asked|meant|wanted)\b"
-    r"|\bnever (mind|again|heard|thought|knew|would'?ve|would have)\b",
-    re.I,
-)
-_ONE_OFF = re.compile(
-    r"\b(this time|just this once|this once|for now|for this (one|answer|question|task|time)"
-    r"|(in|for) this (case|one)|right now|today only|only here|this (answer|reply|response)"
-    r"|that (answer|reply|response)|redo|re-?write (it|this|that)|try again|again please"
-    r"|not that|i asked (for|about)|i meant|i said|wrong|you forgot|you missed|you made"
-    r"|instead of (that|this|it)|here|(make|do|write|redo|change|fix|rewrite|shorten|translate"
-    r"|expand|rephrase) (it|this|that)\b)\b",
-    re.IGNORECASE,
-)
-_NAME = re.compile(
-    r"\b(?:call me|address me as|refer to me as|my name(?:'s| is)|i go by|you can call me"
-    r"|just call me|name'?s|i am called|i'?m called|(?:people|everyone|everybody|friends"
-    r"|they|most people|folks) (?:usually |just |all )?calls? me)\s+"
-    r"((?:(?:mr|mrs|ms|miss|dr|prof)\.?\s+)?[A-Za-z][\w'-]{1,30})",
-    re.IGNORECASE,
-)
-_IM_NAME = re.compile(
-    r"\b(?:[Ii]'?m|[Ii] am|[Tt]his is|[Ii]t'?s)\s+((?:(?:Mr|Mrs|Ms|Dr|Prof)\.?\s+)?"
-    r"[A-Z][a-z][\w'-]{0,30})\b(.*)$"
-)
-_IM_NAME_LOWER = re.compile(
-    r"\b(?:i'?m|im|i am|this is|it'?s|its)\s+([a-z][\w'-]{1,30})\s*,?\s+(?:btw|by the way|here)\b",
-    re.IGNORECASE,
-)
-_FACT = re.compile(
-    r"\b(?:i'?m|i am)\s+(?:a |an )?(?:(?:strict|lifelong|practicing|practising|full[- ]time|"
-    r"senior|junior|professional|retired|trained|registered|beginner|complete|total|huge)\s+)*"
-    r"(vegetarian|vegan|pescatarian|diabetic|allergic|lactose|gluten|coeliac|celiac|pregnant|"
-    r"blind|deaf|colou?r ?blind|dyslexic|left[- ]handed|retired|nurse|doctor|teacher|student|"
-    r"developer|programmer|engineer|designer|lawyer|accountant|scientist|researcher|writer|"
-    r"parent|mother|father|mom|mum|dad|beginner|expert|novice|physician|pharmacist|chef|"
-    r"musician|artist|manager|carpenter|electrician|farmer|pilot|vet|veterinarian|"
-    r"photographer|journalist|translator|freelancer|data scientist|sysadmin|professor|"
-    r"halal|kosher|(?:\w+ )?(?:developer|engineer|programmer|student|teacher|nurse|doctor))\b"
-    r"|\bi (?:live|work|study|grew up|was born) (?:in|at|as|for|from|near)\b"
-    r"|\b(?:i'?m|i am) (?:from|based in|located in|living in|moving to)\b"
-    r"|\bi (?:only|mostly|mainly|usually|always|exclusively) (?:use|code|write|program|speak|"
-    r"eat|drink|work|read|cook|run|develop|deploy)\b"
-    r"|\bi (?:don'?t|do not|can'?t|cannot|never) (?:eat|drink|use|read|speak|have|own|drive)\b"
-    r"(?! time| the time| a clue| any idea| much time)"
-    r"|\bi (?:have|own) (?:a |an |two |three |\d+ )?(?:kids?|children|sons?|daughters?|"
-    r"dogs?|cats?|wife|husband|partner|allergy|allergies|diabetes|condition|mac|windows|"
-    r"linux|iphone|android)\b"
-    r"|\bmy (?:wife|husband|partner|kids?|children|son|daughter|dog|cat|job|work|company|"
-    r"team|stack|os|editor|diet|language|timezone|time zone|city|country|birthday|pronouns)"
-    r" (?:is|are|uses?|works?|lives?)\b"
-    r"|\bi (?:use|run|am on|'m on|work on|develop on) (?:a |an )?(?!it\b|this\b|that\b|them\b)"
-    r"[A-Z][\w+#.]*"
-    r"|\b(?:i'?m|i am) (?:in|at|near) [A-Z]"
-    r"|\bmy pronouns\b|\bi use (?:he|she|they)/\b|\ballergic to\b|\bintolerant\b",
-    re.IGNORECASE,
-)
-# A first-person statement of something that lasts: "we keep kosher", "I'm on a Mac", "my
-# daughter has a nut allergy", "I read these on my phone" (what follows it decides nothing).
-_KIN = (
-    r"(?:daughter|son|kids?|children|child|wife|husband|partner|family|dog|cat|job|company|team"
-    r"|school|budget|doctor|eyesight|hearing|diet|stack|setup|laptop|computer|phone|os|field"
-    r"|background|house|home|apartment|flat|city|country|time ?zone|schedule|shift|office"
-    r"|workplace|employer|manager|students|clients|customers|audience|readers|native language"
-    r"|first language|mother tongue|english|(?:\w+ )?(?:is|are) )"
-)
-_ABOUT_ME = re.compile(
-    r"^(?:\W*(?:fyi|btw|by the way|also|oh|and|ps|just so you know|for context|for the record"
-    r"|heads up|note|oh and|ok|okay|thanks|thx|ty|cool|great|nice)[,:.!]?\s+)*"
-    r"(?:(?:i'?m|i am|im|we'?re|we are)\s+(?:also |really |usually |mostly |only |still |both "
-    r"|all |actually )?(?:a |an |on |in |from |based |allergic|vegetarian|vegan|left|right"
-    r"|colou?r|deaf|blind|hard of|not allowed|not able|unable|severely|mildly|over|under|\d+)"
-    r"|(?:i|we)\s+(?:also |really |usually |mostly |only |mainly |still |both |all |actually "
-    r"|exclusively |always |never )?(?:have|keep|live|work|use|read|speak|eat|cook|own|study"
-    r"|teach|run|write|code|follow|practi[cs]e|can'?t (?:eat|have|use|read|see|hear|drink|do)"
-    r"|cannot|don'?t (?:eat|drink|use|have|own|drive|speak|read)|do not|hate|avoid|rent)\b"
-    r"|(?:my|our) (?:\w+ )?" + _KIN + r"\w*)",
-    re.IGNORECASE,
-)
-_EPHEMERAL = re.compile(
-    r"\b(today|tonight|right now|yesterday|tomorrow|this (morning|week|weekend|evening|time)"
-    r"|at the moment|just now|last (night|week)|a question|an idea|a problem|a doubt|a follow"
-    r"|an issue|an error|a bug|no idea|no clue|fun|time for|(is|are) (broken|wrong|not working)"
-    r"|said|told|asked|liked|loved|thought)\b",
-    re.IGNORECASE,
-)
-_TRANSIENT = re.compile(
-    r"\b(?:i'?m|i am) (?:\w+ )?(?:\w+ing|tired|confused|lost|stuck|sorry|sure|not sure|done|"
-    r"back|here|busy|bored|curious|afraid|a bit|a little|kind of|just)\b",
-    re.IGNORECASE,
-)
-_KIND_WORDS = (
-    ("language", re.compile(rf"\b(in|into|to) ({_LANG})\b|\b({_LANG}) only\b", re.I)),
-    (
-        "length",
-        re.compile(
-            r"\b(short|shorter|brief|briefer|concise|one[- ]line|single line|one sentence|"
-            r"\d+ words?|\w+ words? or (less|fewer)|under \w+ words|word count|long|longer|"
-            r"\w+ (sentences?|words?|lines?|paragraphs?) (max|at most|or (less|fewer))|"
-            r"max(imum)? (of )?\w+ (sentences?|words?|lines?|paragraphs?)|"
-            r"length|verbose|wordy|tl;?dr|detail(ed)?|to the point|succinct|terse|rambl\w*)\b",
-            re.I,
-        ),
-    ),
-    (
-        "format",
-        re.compile(
-            r"\b(bullet|bullets|list|lists|markdown|table|tables|headings?|headers?|code blocks?"
-            r"|numbered|format|formatting|bold|plain text|json|emojis?|examples?|comments?|"
-            r"type hints?|snake_case|camelcase|tabs|spaces|indent\w*|semicolons?|units?|metric"
-            r"|imperial|celsius|fahrenheit)\b",
-            re.I,
-        ),
-    ),
-    (
-        "tone",
-        re.compile(
-            r"\b(formal|informal|casual|friendly|polite|tone|jokes?|humou?r|funny|serious|"
-            r"sarcas\w*|apologi\w*|sorry|warm|blunt|direct|chatty|enthusias\w*|exclamation|"
-            r"cheerful|professional|emotional|flattery|compliments?)\b",
-            re.I,
-        ),
-    ),
-)
-_LEAD = re.compile(
-    r"^(?:(?:(?:no|nope|yes|yeah|ugh|hmm|lol)[,!.:;]+|and|but|also|so|oh|ok|okay|alright|well|hey|"
-    r"hi|btw|by the way|ps|p\.s\.|one more thing|just|honestly|seriously|look|listen|thanks|"
-    r"thank you|please|pls|"
-    r"plz|kindly|could you|can you|would you|will you|i'd like you to|i want you to|i need you"
-    r"to|make sure to|make sure you|be sure to|try to|remember to|remember that|keep in mind"
-    r"that|keep in mind|note that|for the record|fyi|for future reference|from now on|going "
-    r"forward|in (?:the )?future|in general|by default|as a rule)[\s,:;!-]+)+",
-    re.IGNORECASE,
-)
-_TAIL = re.compile(
-    r"[\s,;:-]*\b(?:(?:so |and )?(?:please )?(?:keep (?:that|this|it) in mind"
-    r"|remember (?:that|this|it)|bear (?:that|this|it) in mind|note that"
-    r"|take (?:that|this|it) into account)|from now on|going forward|moving forward"
-    r"|in (?:the )?future|from here on"
-    r"(?: out)?|for future (?:answers|replies|reference)|every time|each time|please|pls|plz|"
-    r"thanks|thank you|ok|okay|in general|by default|as a rule|if you can|if possible|"
-    r"from today|for the future|as well|too|all the time|thx|ty|going on|ever|from now|btw|"
-    r"by the way|thanks in advance|remember (?:it|this|that))\b[\s,.!?]*$",
-    re.IGNORECASE,
-)
 
 
 @dataclass(frozen=True)
@@ -268,162 +69,6 @@ class Captured:
     kind: str
     text: str
     clause: str
-
-
-def sentences(reply: str) -> list[list[str]]:
-    """The reply cut into sentences, and each into clauses at ", and" / "; " / " but "."""
-    out: list[list[str]] = []
-    protected = re.sub(r"\b(Mr|Mrs|Ms|Dr|Prof|St|e\.g|i\.e|vs)\.", r"\1<dot>", reply, flags=re.I)
-    protected = re.sub(r"\btl;\s?dr\b", "tldr", protected, flags=re.I)
-    for sentence in re.split(r"(?<=[.!?])\s+|\n+|(?<=[a-z])\.(?=[A-Z])", protected):
-        sentence = sentence.replace("<dot>", ".")
-        pieces = re.split(
-            r";\s*|,?\s+\band also\b\s+|,\s*and\s+|,?\s+\bbut\b\s+|\s+-+\s+", sentence
-        )
-        kept = [p.strip() for p in pieces if p and p.strip(" .!?,")]
-        if kept:
-            out.append(kept)
-    return out
-
-
-def clauses(reply: str) -> list[str]:
-    """Every clause of the reply, in order (``sentences``, flattened)."""
-    return [c for s in sentences(reply) for c in s]
-
-
-def _third_person(text: str) -> str:
-    """First person to "the user": "I prefer" -> "The user prefers", "my" -> "the user's"."""
-
-    def verb(m: re.Match[str]) -> str:
-        adverb, v = m.group(1) or "", m.group(2)
-        irregular = {
-            "am": "is",
-            "'m": "is",
-            "have": "has",
-            "do": "does",
-            "go": "goes",
-            "was": "was",
-            "can": "can",
-            "will": "will",
-            "would": "would",
-            "should": "should",
-            "could": "could",
-            "must": "must",
-            "might": "might",
-        }
-        if v.lower() in irregular:
-            return f"the user {adverb}{irregular[v.lower()]}"
-        if v.lower().endswith(("s", "sh", "ch", "x", "z", "o")):
-            return f"the user {adverb}{v}es"
-        if re.search(r"[^aeiou]y$", v):
-            return f"the user {adverb}{v[:-1]}ies"
-        return f"the user {adverb}{v}s"
-
-    t = re.sub(r"\bI'm\b|\bIm\b|\bi'm\b|\bim\b(?= a | an | from | in )", "the user is", text)
-    t = re.sub(r"\bI've\b", "the user has", t, flags=re.I)
-    t = re.sub(r"\bI'd\b", "the user would", t, flags=re.I)
-    t = re.sub(r"\bI'll\b", "the user will", t, flags=re.I)
-    t = re.sub(r"\bI don'?t\b|\bI do not\b", "the user does not", t, flags=re.I)
-    t = re.sub(r"\bI can'?t\b|\bI cannot\b", "the user cannot", t, flags=re.I)
-    t = re.sub(
-        r"\bI (only |mostly |mainly |usually |really |also |always |never |just )?"
-        r"([A-Za-z']+)",
-        verb,
-        t,
-        flags=re.I,
-    )
-    t = re.sub(r"\bmy\b", "the user's", t, flags=re.I)
-    t = re.sub(r"\bmine\b", "the user's", t, flags=re.I)
-    t = re.sub(r"\bmyself\b", "themselves", t, flags=re.I)
-    t = re.sub(r"\bme\b", "the user", t, flags=re.I)
-    return t
-
-
-def _tidy(clause: str) -> str:
-    """The clause as an instruction: lead-ins, markers and politeness out, first person turned
-    into "the user", a capital first letter and a full stop."""
-    t = clause.strip(" \t\"'`*_-")
-    t = re.sub(r"\s+", " ", t)
-    for _ in range(3):
-        t = _LEAD.sub("", t).strip()
-        t = _TAIL.sub("", t).strip(" ,;:-")
-    t = re.sub(r"^(?:you should|you must|you need to|you have to)\s+", "", t, flags=re.I)
-    t = re.sub(r"^stop using\b", "Do not use", t, flags=re.I)
-    t = re.sub(r"^(?:please )?stop\b", "Do not keep", t, flags=re.I)
-    t = re.sub(r"^no more\b", "No", t, flags=re.I)
-    # "You never check back with me" asks for the opposite: "Check back with the user."
-    t = re.sub(r"^(?:you|u) (?:never|don'?t ever|rarely|hardly ever) (?=\w)", "", t, flags=re.I)
-    t = re.sub(r"^(?:you|u) always (?=\w)", "Do not ", t, flags=re.I)
-    t = _third_person(t)
-    t = t.rstrip(" .!?,;:")
-    return (t[:1].upper() + t[1:] + ".") if t else ""
-
-
-def _kind(clause: str) -> str:
-    for kind, pattern in _KIND_WORDS:
-        if pattern.search(clause):
-            return kind
-    return "other"
-
-
-def _name(clause: str) -> str | None:
-    m = _NAME.search(clause)
-    if m and m.group(1).lower() not in _NOT_CALLED:
-        return m.group(1)[:1].upper() + m.group(1)[1:]
-    m = _IM_NAME.search(clause)
-    if m:
-        name, rest = m.group(1), m.group(2).strip(" .,!")
-        by_the_way = re.match(r"^(by the way|btw|here|,|by the by|not\b|, not\b)?", rest, re.I)
-        about_name = re.search(r"\b(my name|call me|use my|address me)\b", rest, re.I)
-        if name.lower() not in _NOT_NAMES and (
-            not rest or (by_the_way and by_the_way.group(1)) or about_name
-        ):
-            return name
-    m = _IM_NAME_LOWER.search(clause)
-    if m and m.group(1).lower() not in _NOT_NAMES | _NOT_CALLED:
-        return m.group(1)[:1].upper() + m.group(1)[1:]
-    return None
-
-
-def _contentful(text: str) -> bool:
-    """Whether a memory says something on its own (not "Do that." or "Never again.")."""
-    words = re.findall(r"[a-z]+", text.lower())
-    vague = {
-        "do",
-        "you",
-        "that",
-        "this",
-        "it",
-        "again",
-        "not",
-        "never",
-        "always",
-        "the",
-        "user",
-        "please",
-        "so",
-        "like",
-        "ever",
-        "keep",
-        "stuff",
-        "thing",
-        "things",
-        "is",
-        "don",
-        "doesn",
-        "anymore",
-        "more",
-        "any",
-        "stop",
-        "rule",
-        "that's",
-        "thats",
-        "how",
-        "way",
-        "want",
-        "said",
-    }
-    return any(w not in vague and len(w) > 2 for w in words)
 
 
 def capture(reply: str) -> list[Captured]:
@@ -444,19 +89,19 @@ def capture(reply: str) -> list[Captured]:
         c
         for c in clauses(reply)
         if not c.rstrip().endswith("?")
-        and not _ONE_OFF.search(c)
-        and not _NAME.search(c)  # "call me back": the rules found no name in it
-        and not _HABIT.search(c)
-        and _contentful(_tidy(c))
+        and not ONE_OFF.search(c)
+        and not NAME.search(c)  # "call me back": the rules found no name in it
+        and not HABIT.search(c)
+        and contentful(tidy(c))
         and not any(n.clause == c for n in names)
     ]
     if not candidates:
         return names
     scores = probabilities(candidates)
     best = max(zip(scores, candidates, strict=True))[1]
-    is_fact = bool(_FACT.search(best) or _ABOUT_ME.search(best))
-    kind = _kind(best)
-    return [*names, Captured("fact" if is_fact and kind == "other" else kind, _tidy(best), best)]
+    is_fact = bool(FACT.search(best) or ABOUT_ME.search(best))
+    kind = kind_of(best)
+    return [*names, Captured("fact" if is_fact and kind == "other" else kind, tidy(best), best)]
 
 
 def _by_rules(reply: str) -> list[Captured]:
@@ -466,34 +111,32 @@ def _by_rules(reply: str) -> list[Captured]:
     parts = [c for s in split for c in s]
     # "Redo it but funnier": a correction in a sentence makes its other clauses one-off too,
     # unless one says outright that it lasts.
-    one_off = [any(_ONE_OFF.search(c) for c in s) for s in split for _ in s]
+    one_off = [any(ONE_OFF.search(c) for c in s) for s in split for _ in s]
     for i, clause in enumerate(parts):
-        lasting = _NAME.search(clause) or _FACT.search(clause) or _STRONG.search(clause)
+        lasting = NAME.search(clause) or FACT.search(clause) or STRONG.search(clause)
         if one_off[i] and not lasting:
             continue
-        name = _name(clause)
+        name = name_in(clause)
         if name and not re.search(r"\b(call|name) (it|this|that|the|them|him|her)\b", clause, re.I):
             found.append(Captured("name", f"Address the user as {name}.", clause))
             continue
-        if re.search(r"\?\s*$", clause) and not _STANDING.search(clause):
+        if re.search(r"\?\s*$", clause) and not LASTING.search(clause):
             continue  # a question is not a standing statement
         is_fact = (
-            bool(_FACT.search(clause))
-            and not (_TRANSIENT.search(clause) and not _FACT.search(_TRANSIENT.sub("", clause)))
-        ) or bool(_ABOUT_ME.search(clause) and not _EPHEMERAL.search(clause))
-        if not (
-            is_fact or _STANDING.search(_HABIT.sub(" ", clause)) or _SO_THEREFORE.search(clause)
-        ):
+            bool(FACT.search(clause))
+            and not (TRANSIENT.search(clause) and not FACT.search(TRANSIENT.sub("", clause)))
+        ) or bool(ABOUT_ME.search(clause) and not EPHEMERAL.search(clause))
+        if not (is_fact or LASTING.search(HABIT.sub(" ", clause)) or SO_THEREFORE.search(clause)):
             continue
-        text = _tidy(clause)
-        if not _contentful(text):
+        text = tidy(clause)
+        if not contentful(text):
             # "THREE sentences max. That's the rule from now on.": the marker is about the
             # clause before it.
             before = parts[i - 1] if i else ""
-            if not before or before.rstrip().endswith("?") or _ONE_OFF.search(before):
+            if not before or before.rstrip().endswith("?") or ONE_OFF.search(before):
                 continue
-            clause, text = before, _tidy(before)
-            if not _contentful(text) or any(c.clause == before for c in found):
+            clause, text = before, tidy(before)
+            if not contentful(text) or any(c.clause == before for c in found):
                 continue
         elif i and re.search(
             r"\b(them|it|those|these|that one)\b|\b(follow|keep|remember|use|do) (that|this)\b",
@@ -503,8 +146,8 @@ def _by_rules(reply: str) -> list[Captured]:
             # "Enough with the disclaimers. Never add them again.": say what "them" is.
             before = parts[i - 1]
             if not before.rstrip().endswith("?") and not any(c.clause == before for c in found):
-                text = f"{_tidy(before)} {text}"
-        kind = "fact" if is_fact and not _STANDING.search(clause) else _kind(clause)
+                text = f"{tidy(before)} {text}"
+        kind = "fact" if is_fact and not LASTING.search(clause) else kind_of(clause)
         if kind == "other" and is_fact:
             kind = "fact"
         found.append(Captured(kind, text, clause))

@@ -66,21 +66,17 @@ _STOP = frozenset(
 )
 
 
-def _row(r: dict[str, Any]) -> dict[str, Any]:
-    return dict(r)
-
-
 def get(store: Store, memory_id: int) -> dict[str, Any]:
     rows = list(store.db["memories"].rows_where("id = ?", [memory_id]))
     if not rows:
         raise NotFound(f"no memory with id {memory_id}")
-    return _row(rows[0])
+    return rows[0]
 
 
 def list_memories(store: Store, status: str | None = None) -> list[dict[str, Any]]:
     """Every memory (or those of one ``status``), newest first."""
     where, args = ("status = ?", [status]) if status else (None, [])
-    return [_row(r) for r in store.db["memories"].rows_where(where, args, order_by="id desc")]
+    return list(store.db["memories"].rows_where(where, args, order_by="id desc"))
 
 
 def add(
@@ -199,10 +195,7 @@ def in_prompt(store: Store, include_learned: bool = False) -> list[dict[str, Any
     ``include_learned``), the most recently confirmed first (``learned`` ones are in the
     adapter, ``off`` and ``replaced`` ones nowhere)."""
     where = "status IN ('active', 'learned')" if include_learned else "status = 'active'"
-    return [
-        _row(r)
-        for r in store.db["memories"].rows_where(where, order_by="confirmed_at desc, id desc")
-    ]
+    return list(store.db["memories"].rows_where(where, order_by="confirmed_at desc, id desc"))
 
 
 def system_block(
