@@ -61,13 +61,28 @@ class Cluster:
         shutil.rmtree(self.temp, ignore_errors=True)
 
 
+# the ports Ray takes when none is given; a port we pick must not be one of them
+_RAY_DEFAULT_PORTS = {6379, 8265, 10001, 52365}
+
+
+def _ports(n: int) -> list[int]:
+    """``n`` distinct free loopback ports, none of them one of Ray's fixed defaults (a GCS port
+    that the OS happened to pick as 52365 once collided with the dashboard agent's)."""
+    chosen: list[int] = []
+    while len(chosen) < n:
+        port = free_port()
+        if port not in chosen and port not in _RAY_DEFAULT_PORTS:
+            chosen.append(port)
+    return chosen
+
+
 def start_cluster(
     num_cpus: int = 2, cache: Path | None = None, object_store_mb: int = 256, timeout: float = 180
 ) -> Cluster:
     """Start the head; ``cache`` becomes the workers' CLAWD_WORKER_CACHE."""
     temp = Path(tempfile.mkdtemp(prefix="ray", dir="/tmp"))  # short: Ray's sockets live here
     cache = cache or temp / "worker-cache"
-    port, client_port = free_port(), free_port()
+    port, client_port, agent_port = _ports(3)
     ray = Path(sys.executable).with_name("ray")
     env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "CLAWD_WORKER_CACHE": str(cache)}
     log = temp / "head.log"
@@ -80,6 +95,7 @@ def start_cluster(
             "--node-ip-address=127.0.0.1",
             f"--port={port}",
             f"--ray-client-server-port={client_port}",
+            f"--dashboard-agent-listen-port={agent_port}",
             f"--num-cpus={num_cpus}",
             "--num-gpus=0",
             f"--object-store-memory={object_store_mb * 1024 * 1024}",
