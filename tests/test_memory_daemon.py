@@ -89,6 +89,15 @@ def test_a_reply_makes_a_memory_that_the_next_answer_holds(
         text, ids = prompt_of(daemon.home, any_gguf, a3["id"])
         assert "Address the user as Ana." in text and "Keep answers to one line." in text
         assert sorted(ids) == sorted(a3["clawd"]["memories"])
+        # What decoding keeps of them: the name opens a conversation, one line at most.
+        assert a3["clawd"]["shaped"] == {"opening": "Ana,", "limit": "1 sentence"}
+        assert a3["choices"][0]["message"]["content"].startswith("Ana,")
+        later = [
+            {"role": "user", "content": "What is the capital of Japan?"},
+            a3["choices"][0]["message"],
+            {"role": "user", "content": "And of France?"},
+        ]
+        assert ask(c, later)["clawd"]["shaped"] == {"limit": "1 sentence"}
         stored = c.get(f"/v1/conversations/{a3['clawd']['conversation_id']}").json()
         assert "Ana" not in json.dumps(stored["turns"][0]["messages"])  # the client's own
         assert sorted(stored["turns"][0]["memories"]) == sorted(ids)
@@ -103,7 +112,7 @@ def test_a_reply_makes_a_memory_that_the_next_answer_holds(
         assert c.delete(f"/v1/memories/{veg_id}").status_code == 200
         # One request without memories: none in its prompt, none made from its reply.
         skip = ask(c, [{"role": "user", "content": "Hi"}], **{"X-Clawd-Memory": "0"})
-        assert skip["clawd"]["memories"] == []
+        assert skip["clawd"]["memories"] == [] and skip["clawd"]["shaped"] == {}
         assert "Ana" not in prompt_of(daemon.home, any_gguf, skip["id"])[0]
         # A one-off correction makes none.
         fixed = reply(c, "Write a loop in Python.", "I asked for Python, not C++.")

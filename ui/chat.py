@@ -194,7 +194,7 @@ class ChatPane(Horizontal):
             texts = {m["id"]: m["text"] for m in await self.client.memories()}
         except DaemonError:
             pass  # the count still shows; the Memories view has the texts
-        view.show_memories(used, left, texts)
+        view.show_memories(used, left, texts, done.clawd.get("shaped") or {})
 
     @on(MessageView.UndoMemory)
     def on_undo_memory(self, event: MessageView.UndoMemory) -> None:

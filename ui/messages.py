@@ -122,9 +122,14 @@ class MessageView(Vertical, can_focus=True):
         self.refresh_label()
 
     def show_memories(
-        self, used: list[int], left_out: list[int], texts: dict[int, str] | None = None
+        self,
+        used: list[int],
+        left_out: list[int],
+        texts: dict[int, str] | None = None,
+        shaped: dict[str, Any] | None = None,
     ) -> None:
-        """A dim folded line "memory: 2 used" whose body lists the texts (when known)."""
+        """A dim folded line "memory: 2 used" whose body lists the texts (when known) and
+        what decoding kept of them (``shaped``: the response's ``clawd.shaped``)."""
         self.memory_ids = list(used)
         texts = texts or {}
         box = self.query_one(".memory", Collapsible)
@@ -134,6 +139,8 @@ class MessageView(Vertical, can_focus=True):
             body.append(f"• {texts.get(mid, f'memory {mid}')}\n")
         for mid in left_out:
             body.append(f"• {texts.get(mid, f'memory {mid}')} (left out: over budget)\n", "dim")
+        if shaped:
+            body.append(f"kept in decoding: {shaped_text(shaped)}\n", "dim")
         self.query_one(".memory-texts", Static).update(body)
         box.display = bool(used or left_out)
 
@@ -166,6 +173,18 @@ def memory_title(used: list[int], left_out: list[int]) -> str:
     """The folded line's title: 'memory: 2 used', and 'N left out' when over the budget."""
     title = f"memory: {len(used)} used"
     return title + (f", {len(left_out)} left out" if left_out else "")
+
+
+def shaped_text(shaped: dict[str, Any]) -> str:
+    """'opened with "Ana,", at most 1 sentence, a closing question'."""
+    parts = []
+    if shaped.get("opening"):
+        parts.append(f'opened with "{shaped["opening"]}"')
+    if shaped.get("limit"):
+        parts.append(f"at most {shaped['limit']}")
+    if shaped.get("closing_question"):
+        parts.append("a closing question")
+    return ", ".join(parts)
 
 
 def remembered_text(entries: list[dict[str, Any]]) -> Text:

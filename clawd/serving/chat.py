@@ -10,7 +10,10 @@ Memories (``clawd.store.memories``): the active ones are appended to the system 
 model sees (the stored messages stay the client's), within the ``memory_tokens`` budget, and
 the turn records which were there. A reply that states a standing preference is captured in
 a worker thread beside the answer (``clawd.signals.memory``), so it applies from the next
-request on. ``X-Clawd-Memory: 0`` leaves the memories out of one request and makes none.
+request on. What decoding can keep of them (the user's name to open a conversation, a length
+limit, a closing question: ``clawd.serving.shaping``) it keeps, for a model that does not
+follow its system message. ``X-Clawd-Memory: 0`` leaves the memories out of one request and
+makes none.
 
 Mounted by ``clawd.serving.app``; not meant to run alone.
 """
@@ -25,7 +28,7 @@ import threading
 import time
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -33,6 +36,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 
 from clawd.serving.engine import Delta, GenParams, PromptTooLong, Result
 from clawd.serving.protocol import ApiError, CreateChatCompletionRequest
+from clawd.serving.shaping import Shape, shape_of
 from clawd.signals.memory import notices, remember_next_state
 from clawd.store import memories, record
 
@@ -81,6 +85,7 @@ def _clawd_extra(
         "total_ms": round(result.total_ms, 2),
         "memories": used.ids,
         "memories_left_out": used.left_out,
+        "shaped": used.shape.describe(),
         "remembered": remembered,
     }
 
@@ -89,6 +94,7 @@ def _clawd_extra(
 class _Memories:
     ids: list[int]
     left_out: list[int]
+    shape: Shape = field(default_factory=Shape)
 
 
 def _memory_header(request: Request) -> bool:
@@ -101,13 +107,16 @@ def _memory_header(request: Request) -> bool:
 def _with_memories(
     daemon: Any, engine: Any, messages: list[dict[str, Any]]
 ) -> tuple[list[dict[str, Any]], _Memories]:
-    """The messages the model answers: the client's, with the memories in the system block."""
+    """The messages the model answers (the client's, with the memories in the system block)
+    and what decoding keeps of the memories there."""
     s = daemon.settings
     rows = memories.in_prompt(daemon.store, s.memory_keep_learned)
     block, ids, left = memories.system_block(
         rows, lambda text: len(engine.tokenize(text)), s.memory_tokens
     )
-    return memories.with_memories(messages, block), _Memories(ids, left)
+    first = not any(m.get("role") == "assistant" for m in messages)
+    shape = shape_of([r["text"] for r in rows if r["id"] in ids], first_answer=first)
+    return memories.with_memories(messages, block), _Memories(ids, left, shape)
 
 
 def _api_error(status: int, message: str, code: str, param: str | None = None) -> Exception:
@@ -145,6 +154,7 @@ async def chat_completions(body: CreateChatCompletionRequest, request: Request) 
         seen = messages
         if use_memory:
             seen, used = _with_memories(daemon, engine, messages)
+            params.shape = used.shape or None
         prompt = engine.tokenize(engine.render(seen, **kwargs))
         engine.check_fits(prompt, params.max_tokens)
         return prompt
@@ -198,6 +208,7 @@ async def chat_completions(body: CreateChatCompletionRequest, request: Request) 
                 "stop": params.stop,
                 "seed": params.seed,
                 "chat_template_kwargs": kwargs,
+                "shaped": used.shape.describe(),
             },
             prompt_tokens=len(result.prompt_token_ids),
             completion_tokens=len(result.response_token_ids),

@@ -7,6 +7,9 @@ events back through a callback and can be cancelled between two tokens (a client
 up). The KV
 cache is reused when a prompt extends the previous one; how much was reused is reported as
 ``cached_tokens``. Every result names the adapter that produced it (``None``: the base model).
+A ``Shape`` (``clawd.serving.shaping``) may open the answer with given words, end it at a
+length limit, or force a closing question: the forced words are fed to the model as if it had
+written them and are part of the answer's tokens.
 
 Run alone to answer one question on the default model::
 
@@ -15,6 +18,7 @@ Run alone to answer one question on the default model::
 
 from __future__ import annotations
 
+import copy
 import itertools
 import queue
 import random
@@ -27,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from clawd.chattemplate import ChatTemplate, TemplateError
+from clawd.serving.shaping import CLOSING, Shape, Shaper
 from clawd.serving.textstream import Detokenizer, StopScanner, ThinkingSplitter
 
 
@@ -50,6 +55,7 @@ class GenParams:
     max_tokens: int | None = None
     stop: list[str] = field(default_factory=list)
     seed: int | None = None
+    shape: Shape | None = None
 
 
 @dataclass
@@ -217,43 +223,83 @@ class Engine:
         cached = llm.longest_token_prefix(llm._input_ids[: llm.n_tokens].tolist(), job.prompt)
         llm.set_seed(params.seed if params.seed is not None else random.getrandbits(31))
         detok, stops, think = Detokenizer(), StopScanner(params.stop), ThinkingSplitter()
+        shaper = Shaper(params.shape) if params.shape else None
+        opening = params.shape.opening if params.shape else None
         out_ids: list[int] = []
         reasoning, content = [], []
         finish, t0, ttft = "length", time.perf_counter(), None
 
-        def emit(text: str) -> None:
+        def emit(text: str, sampled: bool = True) -> str:
+            """Route ``text``; the shaper's verdict on the content it made."""
             r, c = think.push(text)
-            if r or c:
-                reasoning.append(r)
-                content.append(c)
-                job.on_delta(Delta(content=c, reasoning=r))
+            if not (r or c):
+                return "go on"
+            reasoning.append(r)
+            content.append(c)
+            job.on_delta(Delta(content=c, reasoning=r))
+            if shaper is None or not c:
+                return "go on"
+            if not sampled:
+                shaper.forced(c)
+                return "go on"
+            return shaper.push(c)
+
+        def force(text: str) -> bool:
+            """Feed ``text`` to the model as if sampled, and serve it, if it fits the budget."""
+            ids = llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)
+            if len(out_ids) + len(ids) >= budget:
+                return False
+            out_ids.extend(ids)
+            emit(stops.push(text), sampled=False)
+            return True
 
         vocab = llm._model.vocab
-        for token in llm.generate(
-            job.prompt,
-            temp=params.temperature,
-            top_p=params.top_p,
-            top_k=0,
-            min_p=0.0,
-            repeat_penalty=1.0,
-            reset=True,
-        ):
-            if ttft is None:
-                ttft = (time.perf_counter() - t0) * 1000
-            if job.cancel.is_set():
-                finish = "cancelled"
-                break
-            if llama_cpp.llama_vocab_is_eog(vocab, token):
-                finish = "stop"
-                out_ids.append(token)  # "stop here" is part of what was served and learned
-                break
-            out_ids.append(token)
-            emit(stops.push(detok.push(llm.detokenize([token], special=False))))
-            if stops.stopped:
-                finish = "stop"
-                break
-            if len(out_ids) >= budget:
-                break
+        restart = True
+        while restart and len(out_ids) < budget:
+            restart = False
+            # llama.cpp keeps the KV cache of the common prefix: a restart after forced words
+            # evaluates only them
+            for token in llm.generate(
+                job.prompt + out_ids,
+                temp=params.temperature,
+                top_p=params.top_p,
+                top_k=0,
+                min_p=0.0,
+                repeat_penalty=1.0,
+                reset=True,
+            ):
+                if ttft is None:
+                    ttft = (time.perf_counter() - t0) * 1000
+                if job.cancel.is_set():
+                    finish = "cancelled"
+                    break
+                if llama_cpp.llama_vocab_is_eog(vocab, token):
+                    if shaper is not None and shaper.closing() and force(CLOSING):
+                        restart = True  # the end-of-generation token is not served
+                        break
+                    finish = "stop"
+                    out_ids.append(token)  # "stop here" is part of what was served and learned
+                    break
+                piece = llm.detokenize([token], special=False)
+                if opening and _starts_content(detok, stops, think, piece):
+                    restart, opening = force(opening), None
+                    if restart:
+                        break  # the opening comes instead of the content's first token
+                out_ids.append(token)
+                verdict = emit(stops.push(detok.push(piece)))
+                if stops.stopped:
+                    finish = "stop"
+                    break
+                if verdict == "end" and shaper is not None and shaper.closing() and force(CLOSING):
+                    restart = True
+                    break
+                if verdict in ("end", "cut"):
+                    finish = "stop" if verdict == "end" else "length"
+                    if verdict == "end":
+                        out_ids.append(llm.token_eos())  # the shape said "stop here"
+                    break
+                if len(out_ids) >= budget:
+                    break
         emit(stops.push(detok.flush()) + stops.flush())
         r, c = think.flush()
         if r or c:
@@ -272,6 +318,15 @@ class Engine:
             ttft or total,
             total,
         )
+
+
+def _starts_content(
+    detok: Detokenizer, stops: StopScanner, think: ThinkingSplitter, piece: bytes
+) -> bool:
+    """Whether ``piece`` would begin the answer's content (after any thinking), judged on
+    copies so that nothing is consumed."""
+    d, s, t = copy.deepcopy((detok, stops, think))
+    return bool(t.push(s.push(d.push(piece)))[1].strip())
 
 
 def generate_blocking(engine: Engine, prompt: list[int], params: GenParams) -> Result:

@@ -1,0 +1,269 @@
+"""Answer shaping: what decoding keeps of the memories, for a model that does not.
+
+A memory in the system message is enough for a model that follows its system message. The
+135M default does not (docs/benchmarks.md, "Memory": "Address the user as Noor." put the name
+in 1 answer of 32). So the few preferences that decoding can keep without writing the answer
+for the model are kept there too, from the memories in the answer's context:
+
+- a **name** ("Address the user as Ana."): the first answer of a conversation opens with
+  "Ana," and the model goes on from there;
+- a **length** ("Keep answers to one line.", "50 words max", "three sentences at most",
+  "The user prefers short answers."): the answer ends at the end of a sentence once the limit
+  is reached. A sentence, line or paragraph limit counts them; a word limit ends at a sentence
+  end when one more sentence of the mean length so far would pass it, or cuts at the limit
+  itself (``finish_reason`` "length"). Vague brevity ("short", "brief", "concise", "tl;dr")
+  means at most two sentences. Nothing is counted or cut inside a code block;
+- a **closing question** ("End with a question.", "Check back with the user."): an answer
+  that ends without a question goes on with a new paragraph opened by "Would you like", which
+  the model finishes, up to its first question mark.
+
+Everything else (a language, a tone, a fact) stays the system message's. The opening and the
+closing words are the only words not sampled; they are recorded as part of the answer, so
+training teaches the weights to write them (which is what consolidation wants).
+
+Run alone to see what a set of memories would enforce::
+
+    python -m clawd.serving.shaping "Address the user as Ana." "Keep answers to one line."
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass
+
+from clawd.signals.phrasing import name_in
+
+VAGUE_SENTENCES = 2  # "keep it short": a sentence or two
+CLOSING = "\n\nWould you like"
+CLOSING_TOKENS = 48  # the most a closing question may take
+_CLOSING_WORDS = 8  # room a word limit keeps for the closing question
+
+_NUMBERS = {
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "single": 1,
+    "a single": 1,
+    "two": 2,
+    "a couple of": 2,
+    "couple of": 2,
+    "three": 3,
+    "a few": 3,
+    "few": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "twelve": 12,
+    "fifteen": 15,
+    "twenty": 20,
+    "thirty": 30,
+    "forty": 40,
+    "fifty": 50,
+    "sixty": 60,
+    "a hundred": 100,
+    "hundred": 100,
+}
+_NUM = (
+    r"(\d{1,4}|a single|a couple of|couple of|a few|a hundred|"
+    + "|".join(sorted((k for k in _NUMBERS if " " not in k), key=len, reverse=True))
+    + ")"
+)
+_UNIT = r"(words?|sentences?|lines?|paragraphs?)"
+# "two or three lines", "a sentence or two", "a 50-word answer", "50 words": the larger number
+_LIMIT = re.compile(
+    rf"\b{_NUM}\s*(?:or|to|-)\s*{_NUM}[\s-]+{_UNIT}\b"
+    rf"|\b{_NUM}[\s-]+{_UNIT}\s+(?:or|to)\s+{_NUM}\b"
+    rf"|\b{_NUM}[\s-]+{_UNIT}\b",
+    re.I,
+)
+_AT_LEAST = re.compile(r"\b(at least|minimum|min\.?|more than|over|longer than)\s+$", re.I)
+_NOT_MORE = re.compile(r"(\bno|\bnot|\bnever|n't)\b[^.]{0,20}\bmore than\s+$", re.I)
+_VAGUE = re.compile(
+    r"\b(short|shorter|brief|briefer|concise|succinct|terse|tl;?dr|to the point|"
+    r"one[- ]liners?|bite[- ]sized)\b",
+    re.I,
+)
+_NEGATED = re.compile(r"\b(not|never|don'?t|no|stop|less|too)\s+(\w+\s+){0,3}$", re.I)
+_NAMED = re.compile(
+    r"\b(?i:address|call|refer to|greet) (?i:the user)(?i: as| by)?\s+[\"'“]?([A-Z][\w'’-]{0,30})"
+    r"|\b(?i:the user)(?i:'s| goes by| is called)(?i: name is)?\s+[\"'“]?([A-Z][\w'’-]{0,30})"
+)
+_NOT_A_NAME = {"The", "Their", "Name", "First", "Full", "By", "As", "Sir", "Madam"}
+_ASKS_BACK = re.compile(
+    r"\b(end|finish|close|wrap)\w*\b[^.]{0,40}\bquestions?\b|\bfollow[- ]?up questions?\b"
+    r"|\bask (?:the user|me|them)\b[^.]{0,30}\b(questions?|if|whether|what)\b"
+    r"|\bcheck (?:back |in )*with (?:the user|me)\b|\bkeep the conversation going\b",
+    re.I,
+)
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What decoding keeps of the memories: the opening words, the length limit (one unit:
+    words, sentences or paragraphs; lines count as sentences), the closing question."""
+
+    opening: str | None = None
+    limit: int | None = None
+    unit: str | None = None  # "words", "sentences" or "paragraphs"
+    closing: bool = False
+
+    def __bool__(self) -> bool:
+        return bool(self.opening or self.limit or self.closing)
+
+    def describe(self) -> dict[str, object]:
+        """The shape as the response's ``clawd.shaped`` field shows it."""
+        out: dict[str, object] = {}
+        if self.opening:
+            out["opening"] = self.opening
+        if self.limit:
+            unit = self.unit[:-1] if self.limit == 1 and self.unit else self.unit
+            out["limit"] = f"{self.limit} {unit}"
+        if self.closing:
+            out["closing_question"] = True
+        return out
+
+
+def _number(text: str | None) -> int | None:
+    if not text:
+        return None
+    return int(text) if text.isdigit() else _NUMBERS.get(text.lower())
+
+
+def _unit(word: str) -> str:
+    word = word.lower().rstrip("s")
+    return {"word": "words", "paragraph": "paragraphs"}.get(word, "sentences")
+
+
+def limit_of(text: str) -> tuple[int, str] | None:
+    """The length limit a memory states, as (number, unit), or None."""
+    for m in _LIMIT.finditer(text):
+        before = text[: m.start()]
+        if _AT_LEAST.search(before) and not _NOT_MORE.search(before):
+            continue
+        g = m.groups()
+        numbers = [n for n in map(_number, (g[0], g[1], g[3], g[5], g[6])) if n]
+        unit = g[2] or g[4] or g[7]
+        if numbers and unit:
+            return max(numbers), _unit(unit)
+    if re.search(r"\b(one|single)[- ]line(r|rs)?\b", text, re.I):
+        return 1, "sentences"
+    vague = _VAGUE.search(text)
+    if vague and not _NEGATED.search(text[: vague.start()]):
+        return VAGUE_SENTENCES, "sentences"
+    return None
+
+
+def name_of(text: str) -> str | None:
+    """The name a memory says to address the user by, or None."""
+    m = _NAMED.search(text)
+    name = (m.group(1) or m.group(2)) if m else name_in(text)
+    if not name or name in _NOT_A_NAME:
+        return None
+    return name.rstrip("'’.,")
+
+
+def shape_of(texts: list[str], first_answer: bool) -> Shape:
+    """The shape the memories ``texts`` ask of an answer; the opening only on the
+    ``first_answer`` of a conversation. Of two limits in one unit the tighter holds; of two
+    units, the first memory's (the most recently confirmed)."""
+    opening, limit, unit, closing = None, None, None, False
+    for text in texts:
+        name = name_of(text)
+        if name and opening is None and first_answer:
+            opening = f"{name},"
+        found = limit_of(text)
+        if found and (unit is None or (found[1] == unit and found[0] < (limit or 0))):
+            limit, unit = found
+        closing = closing or bool(_ASKS_BACK.search(text))
+    return Shape(opening, limit, unit, closing)
+
+
+_END = re.compile(r"(?<![0-9])(?<!\b[A-Za-z])(?<!\be\.g)(?<!\bi\.e)(?<!\betc)[.!?]+[\"')\]]*$")
+_ABBREV = re.compile(r"\b(Mr|Mrs|Ms|Dr|Prof|St|vs|No|approx|Fig)\.$")
+
+
+class Shaper:
+    """Follows the content of one answer as it streams and says when the shape ends it.
+
+    ``push(piece)`` takes each sampled piece of content and answers "go on", "end" (a limit
+    reached at a sentence end, or the closing question asked) or "cut" (a word limit reached
+    mid-sentence); ``forced(text)`` adds words that were not sampled; ``closing()`` says
+    whether the closing question is to be forced now."""
+
+    def __init__(self, shape: Shape) -> None:
+        self.shape = shape
+        self.text = ""
+        self.ends = 0  # sentences (lines count) or paragraphs ended so far
+        self.closing_started = False
+        self.closing_pieces = 0
+
+    def forced(self, text: str) -> None:
+        self.text += text
+
+    def _in_code(self) -> bool:
+        return self.text.count("```") % 2 == 1
+
+    def push(self, piece: str) -> str:
+        if not piece:
+            return "go on"
+        before = self.text
+        self.text += piece
+        if self.closing_started:
+            self.closing_pieces += 1
+            done = self._sentence_ended(before) or "\n" in piece
+            return "end" if done or self.closing_pieces >= CLOSING_TOKENS else "go on"
+        shape = self.shape
+        if not shape.limit or self._in_code():
+            return "go on"
+        if shape.unit == "paragraphs":
+            if re.search(r"\S[ \t]*\n\s*\n\s*$", self.text) and not re.search(
+                r"\n\s*\n\s*$", before
+            ):
+                self.ends += 1
+            return "end" if self.ends >= shape.limit else "go on"
+        ended = self._sentence_ended(before)
+        self.ends += ended
+        if shape.unit == "sentences":
+            return "end" if ended and self.ends >= shape.limit else "go on"
+        room = shape.limit - (_CLOSING_WORDS if shape.closing else 0)
+        words = len(self.text.split())
+        if ended and words + words / self.ends > room:
+            return "end"  # one more sentence of the mean length would pass the limit
+        return "cut" if words >= room else "go on"
+
+    def _sentence_ended(self, before: str) -> bool:
+        """Whether the content just ended a sentence (or a line that has words, did not end
+        one already and does not introduce what follows)."""
+        text = self.text.rstrip(" \t")
+        if text.endswith("\n"):
+            if before.endswith("\n") or "\n" in before[len(before.rstrip()) :]:
+                return False
+            line = before.rsplit("\n", 1)[-1].rstrip()
+            # a line that introduces what follows ("Here is the code:") ends nothing
+            return bool(re.search(r"\w", line)) and not _is_end(line) and not line.endswith(":")
+        return _is_end(text)
+
+    def closing(self) -> bool:
+        """Whether to force the closing question now (once; never after a question)."""
+        if not self.shape.closing or self.closing_started or self._in_code():
+            return False
+        if self.text.rstrip().endswith("?"):
+            return False
+        self.closing_started = True
+        return True
+
+
+def _is_end(text: str) -> bool:
+    """Whether ``text`` ends with a sentence's end (not "e.g.", "Dr.", "3." or a list's "1.")."""
+    if not _END.search(text) or _ABBREV.search(text):
+        return False
+    return not re.search(r"(^|\n)\s*\d+[.)]$", text)
+
+
+if __name__ == "__main__":
+    print(shape_of(sys.argv[1:], first_answer=True).describe())

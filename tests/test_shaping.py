@@ -1,0 +1,153 @@
+"""Answer shaping: what memories ask of decoding, and the real engine keeping it (the tiny
+Qwen3 and SmolLM2), with the forced words recorded as part of the answer's tokens."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from clawd.serving.engine import Engine, GenParams, generate_blocking
+from clawd.serving.shaping import CLOSING, Shape, Shaper, limit_of, name_of, shape_of
+
+
+@pytest.mark.parametrize(
+    ("text", "limit"),
+    [
+        ("Keep answers to one line.", (1, "sentences")),
+        ("Give the user two or three lines.", (3, "sentences")),
+        ("A sentence or two is plenty.", (2, "sentences")),
+        ("No more than 50 words.", (50, "words")),
+        ("The user wants a 40-word answer at most.", (40, "words")),
+        ("Don't write more than two paragraphs.", (2, "paragraphs")),
+        ("The user prefers short answers.", (2, "sentences")),
+        ("Tl;dr, always.", (2, "sentences")),
+        ("Write at least 3 sentences.", None),
+        ("Explain things in detail.", None),
+        ("Use three examples.", None),
+        ("The user finds answers too short.", None),
+    ],
+)
+def test_the_length_a_memory_states(text: str, limit: tuple[int, str] | None) -> None:
+    assert limit_of(text) == limit
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [
+        ("Address the user as Ana.", "Ana"),
+        ("The user's name is Noor.", "Noor"),
+        ("Call me Sam", "Sam"),
+        ("The user's favourite colour is Blue.", None),
+        ("The user is vegetarian.", None),
+    ],
+)
+def test_the_name_a_memory_gives(text: str, name: str | None) -> None:
+    assert name_of(text) == name
+
+
+def test_a_shape_opens_only_a_conversations_first_answer_and_keeps_the_tighter_limit() -> None:
+    texts = ["Address the user as Ana.", "Keep it under 60 words.", "At most 40 words, please."]
+    assert shape_of(texts, first_answer=True) == Shape("Ana,", 40, "words", False)
+    assert shape_of(texts, first_answer=False).opening is None
+    assert shape_of(["Check back with the user."], first_answer=True).closing
+    assert not shape_of(["The user lives in Lisbon."], first_answer=True)
+
+
+def feed(shaper: Shaper, pieces: list[str]) -> tuple[str, str]:
+    for piece in pieces:
+        verdict = shaper.push(piece)
+        if verdict != "go on":
+            return verdict, shaper.text
+    return "go on", shaper.text
+
+
+def test_a_sentence_limit_ends_at_a_sentence_end_never_at_a_number_or_in_code() -> None:
+    pieces = ["It", " has", " 3", ".", "5", " million", " people", ".", " It", " is", " big", "."]
+    assert feed(Shaper(Shape(limit=1, unit="sentences")), pieces) == (
+        "end",
+        "It has 3.5 million people.",
+    )
+    code = ["Here", ":", "\n", "```", "x", " =", " 1", ".", "\n", "```", "\n", "Done", "."]
+    assert feed(Shaper(Shape(limit=1, unit="sentences")), code) == ("end", "".join(code))
+    listed = ["Steps", ":\n", "1", ".", " Boil", ".", "\n", "2", ".", " Eat", "."]
+    assert feed(Shaper(Shape(limit=3, unit="sentences")), listed)[1].endswith("Eat.")
+
+
+def test_a_word_limit_ends_before_a_sentence_that_would_pass_it_or_cuts_at_it() -> None:
+    shaper = Shaper(Shape(limit=18, unit="words"))
+    words = "One two three four five six seven eight nine ten. Eleven twelve thirteen".split()
+    verdict, text = feed(shaper, [w if i == 0 else " " + w for i, w in enumerate(words)])
+    assert (verdict, text) == ("end", "One two three four five six seven eight nine ten.")
+    long = Shaper(Shape(limit=5, unit="words"))
+    assert feed(long, ["a", " b", " c", " d", " e", " f"]) == ("cut", "a b c d e")
+
+
+def test_the_closing_question_is_asked_once_and_never_after_a_question() -> None:
+    shaper = Shaper(Shape(closing=True))
+    assert not Shaper(Shape()).closing()
+    feed(shaper, ["Tokyo", "."])
+    assert shaper.closing() and not shaper.closing()
+    shaper.forced(CLOSING)
+    assert feed(shaper, [" to", " know", " more", "?"]) == (
+        "end",
+        "Tokyo." + CLOSING + " to know more?",
+    )
+    asked = Shaper(Shape(closing=True))
+    feed(asked, ["Anything", " else", "?"])
+    assert not asked.closing()
+
+
+def loaded(gguf: Path):
+    e = Engine(gguf, n_ctx=1024)
+    e.load()
+    yield e
+    e.close()
+
+
+@pytest.fixture(scope="module")
+def engine(any_gguf: Path):
+    yield from loaded(any_gguf)
+
+
+@pytest.fixture(scope="module")
+def smollm2(smollm2_gguf: Path):
+    yield from loaded(smollm2_gguf)  # the tiny random model writes no sentences to count
+
+
+def answer(engine: Engine, question: str, shape: Shape, seed: int = 1, max_tokens: int = 64):
+    prompt = engine.tokenize(engine.render([{"role": "user", "content": question}]))
+    params = GenParams(temperature=0.7, max_tokens=max_tokens, seed=seed, shape=shape)
+    return generate_blocking(engine, prompt, params)
+
+
+def served_text(engine: Engine, ids: list[int]) -> str:
+    """The text of the answer's recorded tokens (end-of-generation tokens are not text)."""
+    return engine.llm.detokenize(ids, special=False).decode("utf-8", errors="replace")
+
+
+def test_the_engine_opens_with_the_name_and_records_the_forced_tokens(engine: Engine) -> None:
+    for seed in (1, 2, 3):
+        r = answer(engine, "What is the capital of Japan?", Shape(opening="Ana,"), seed=seed)
+        content = r.content
+        assert content.startswith("Ana,"), content
+        if not r.reasoning:  # the recorded tokens are what was served
+            assert served_text(engine, r.response_token_ids).strip() == content.strip()
+        assert len(r.response_token_ids) <= 64
+
+
+def test_the_engine_keeps_a_limit_and_asks_the_closing_question(smollm2: Engine) -> None:
+    engine = smollm2
+    for seed in (1, 2):
+        r = answer(engine, "Tell me about the history of Rome.", Shape(limit=2, unit="sentences"))
+        ends = re.findall(r"[a-z][.!?](\s|$)", r.content)
+        assert r.finish_reason == "stop" and len(ends) <= 2, r.content
+        assert r.response_token_ids[-1] == engine.llm.token_eos()
+        assert served_text(engine, r.response_token_ids).strip() == r.content.strip()
+        words = answer(engine, "Explain photosynthesis.", Shape(limit=25, unit="words"), seed)
+        assert len(words.content.split()) <= 25, words.content
+        asked = answer(
+            engine, "Tell me about Rome.", Shape(limit=1, unit="sentences", closing=True), seed
+        )
+        assert CLOSING in asked.content and asked.content.rstrip().endswith("?"), asked.content
