@@ -7,11 +7,13 @@ asks its interaction prompts, the served model answers (as the daemon samples: t
 and the user replies the way it does (a complaint about a broken preference, or thanks);
 each reply goes through the daemon's capture (``clawd.signals.memory.capture``) into a store,
 as the daemon does, until a reply has made a memory or ``--replies`` replies were made. Then
-every held-out prompt of the user is answered ``--samples`` times with the memories in the
-system message (``clawd.store.memories.system_block``, the daemon's block) and without, same
-seeds, and each answer is checked against each preference.
+every held-out prompt of the user is answered ``--samples`` times in three arms, same seeds:
+without memories (``off``), with them in the system message only (``prompt``:
+``clawd.store.memories.system_block``, the daemon's block) and as the daemon serves them
+(``on``: the block and what decoding keeps of them, ``clawd.serving.shaping``); each answer is
+checked against each preference.
 
-Printed per user and preference: k/n answers that meet it, memory off and on, with 95% Wilson
+Printed per user and preference: k/n answers that meet it in each arm, with 95% Wilson
 intervals; and how many replies it took to make the first memory. Run alone (SmolLM2-135M,
 about 1 minute a user on 2 cores)::
 
@@ -35,6 +37,7 @@ from bench.users import load
 from clawd.config import load_settings
 from clawd.models import resolve
 from clawd.serving.engine import Engine, GenParams, generate_blocking
+from clawd.serving.shaping import Shape, shape_of
 from clawd.signals.memory import remember
 from clawd.store import memories
 from clawd.store.db import Store
@@ -74,16 +77,18 @@ def first_memories(
 
 
 def compliance(
-    engine: Engine, user: Persona, block: str, samples: int, seed: int
+    engine: Engine, user: Persona, block: str, samples: int, seed: int, shape: Shape | None = None
 ) -> dict[str, list[bool]]:
     """Per preference, whether each answer (every held-out prompt, ``samples`` seeds) meets it,
-    with ``block`` in the system message ("" : none)."""
+    with ``block`` in the system message ("" : none) and ``shape`` kept by decoding."""
     met: dict[str, list[bool]] = {p.name: [] for p in user.preferences}
     for q in user.eval_prompts:
         messages = memories.with_memories([{"role": "user", "content": q}], block)
         prompt = engine.tokenize(engine.render(messages))
         for s in range(samples):
-            params = GenParams(temperature=TEMPERATURE, max_tokens=MAX_TOKENS, seed=seed + s)
+            params = GenParams(
+                temperature=TEMPERATURE, max_tokens=MAX_TOKENS, seed=seed + s, shape=shape
+            )
             text = generate_blocking(engine, prompt, params).content
             for p in user.preferences:
                 met[p.name].append(p.check(text))
@@ -119,15 +124,25 @@ def main() -> None:
             user = users[name]
             with tempfile.TemporaryDirectory() as tmp, Store(Path(tmp) / "clawd.db") as store:
                 said = first_memories(engine, user, store, args.replies, args.seed)
-                block, _, _ = memories.system_block(
-                    memories.in_prompt(store), lambda t: len(engine.tokenize(t)), 256
+                rows_in = memories.in_prompt(store)
+                block, ids, _ = memories.system_block(
+                    rows_in, lambda t: len(engine.tokenize(t)), 256
                 )
+            # each held-out prompt opens a conversation
+            shape = shape_of([r["text"] for r in rows_in if r["id"] in ids], first_answer=True)
             off = compliance(engine, user, "", args.samples, args.seed)
-            on = compliance(engine, user, block, args.samples, args.seed) if block else off
+            prompt = compliance(engine, user, block, args.samples, args.seed) if block else off
+            on = (
+                compliance(engine, user, block, args.samples, args.seed, shape) if shape else prompt
+            )
             row = {
                 "user": name,
                 **said,
-                "preferences": {p: {"off": share(off[p]), "on": share(on[p])} for p in off},
+                "shaped": shape.describe(),
+                "preferences": {
+                    p: {"off": share(off[p]), "prompt": share(prompt[p]), "on": share(on[p])}
+                    for p in off
+                },
             }
             rows.append(row)
             print(json.dumps(row), flush=True)
@@ -148,6 +163,7 @@ def main() -> None:
         for p, f in r["preferences"].items():
             print(
                 f"{r['user']:8} {p:22} off {f['off']['k']:3}/{f['off']['n']:<3} "
+                f"prompt {f['prompt']['k']:3}/{f['prompt']['n']:<3} "
                 f"on {f['on']['k']:3}/{f['on']['n']:<3}  memories: {r['memories']}"
             )
 
