@@ -184,6 +184,14 @@ def test_feedback(daemon: RunningDaemon, client: openai.OpenAI) -> None:
         (json.dumps({"messages": HI, "temperature": 9}).encode(), 400, "temperature"),
         (json.dumps({"messages": HI, "max_tokens": "many"}).encode(), 400, "max_tokens"),
         (json.dumps({"messages": HI, "n": 3}).encode(), 400, "n"),
+        # valid JSON, but a lone surrogate is no text: once a 500 from the store's hashing
+        (
+            b'{"messages":[{"role":"user","content":"hi","tool_call_id":"\\ud800"}]}',
+            400,
+            "messages.0.tool_call_id",
+        ),
+        (b'{"messages":[{"role":"user","content":"a\\udfff b"}]}', 400, "messages.0.content"),
+        (json.dumps({"messages": HI, "stop": ["\udc80"]}).encode(), 400, "stop.0"),
         (json.dumps({"messages": HI, "stop": ["a", "b", "c", "d", "e"]}).encode(), 400, "stop"),
     ],
 )
@@ -199,6 +207,15 @@ def test_bad_bodies_are_400_naming_the_field(
     assert err["message"] and err["type"] == "invalid_request_error"
     if param:
         assert err["param"] == param and param.split(".")[0] in err["message"]
+
+
+def test_a_surrogate_pair_is_text_and_is_answered(daemon: RunningDaemon) -> None:
+    with daemon.client() as c:
+        body = b'{"messages":[{"role":"user","content":"\\ud83d\\ude00"}],"max_tokens":1}'
+        r = c.post(
+            "/v1/chat/completions", content=body, headers={"Content-Type": "application/json"}
+        )
+        assert r.status_code == 200, r.text
 
 
 def test_auth_unknown_ids_oversize_prompts(daemon: RunningDaemon) -> None:
@@ -386,3 +403,22 @@ def test_the_end_of_turn_token_is_part_of_the_served_tokens(smollm2_gguf: Path) 
     assert result.finish_reason == "stop"
     assert ends[-1] and not any(ends[:-1])  # the end-of-turn token closes the served tokens
     assert "<|im_end|>" not in result.content and result.content.strip()
+
+
+def test_a_judge_model_that_cannot_load_leaves_chat_serving_and_says_why(
+    smollm2_gguf: Path, tmp_path: Path
+) -> None:
+    """Once ``/health`` said 503 "loading" forever and only the log knew why."""
+    d = start_daemon(smollm2_gguf, tmp_path / "home", settings={"CLAWD_JUDGE_MODEL": "nope"})
+    try:
+        health = httpx.get(f"{d.url}/health").json()
+        assert health["status"] == "ok", health
+        assert "judge" in health["jobs"]["error"] and "nope" in health["jobs"]["error"]
+        assert health["jobs"]["signals"] == {"enabled": False}
+        with d.client() as c:
+            r = c.post("/v1/chat/completions", json={"messages": HI, "max_tokens": 2})
+            assert r.status_code == 200, r.text
+            r = c.post("/v1/train")
+            assert r.status_code == 503 and "nope" in r.json()["error"]["message"]
+    finally:
+        d.stop()

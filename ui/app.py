@@ -53,6 +53,7 @@ class ClawdApp(App):
         super().__init__(**kw)
         self.client = client
         self.export_dir = export_dir or Path.cwd()
+        self._problem: str | None = None  # the daemon's last reported error, notified once
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -84,8 +85,14 @@ class ClawdApp(App):
             self.sub_title = "daemon unreachable"
             return
         adapter = h.get("adapter") or "base model"
-        training = " · training" if (h.get("jobs") or {}).get("training") else ""
-        self.sub_title = f"{h.get('model')} · {adapter}{training}"
+        jobs = h.get("jobs") or {}
+        training = " · training" if jobs.get("training") else ""
+        problem = h.get("error") or jobs.get("error")
+        if problem and problem != self._problem:  # once per new problem, not every 5 s
+            self.notify(problem, title="Daemon", severity="error", timeout=15)
+        self._problem = problem
+        learning = " · learning off" if jobs.get("error") else ""
+        self.sub_title = f"{h.get('model')} · {adapter}{training}{learning}"
 
     # The views live on the first screen; a dialog or the palette on top must not hide them.
     @property

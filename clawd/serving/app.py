@@ -31,7 +31,7 @@ from adapters import promote, registry
 from adapters.registry import AdapterError
 from adapters.routes import router as adapter_router
 from clawd.config import Settings, clawd_home, ensure_token, load_settings, token_path
-from clawd.models import resolve, sha256_file
+from clawd.models import ModelError, resolve, sha256_file
 from clawd.scheduler import Jobs, TrainerNotStarted, training_status
 from clawd.serving.chat import router as chat_router
 from clawd.serving.engine import Engine, EngineError
@@ -62,6 +62,7 @@ class Daemon:
         self.store = Store.open(home)
         self.engine = Engine(self.model_path, n_ctx=settings.n_ctx, n_threads=settings.n_threads)
         self.state, self.error = "loading", ""
+        self.jobs_error = ""  # why learning is off while chat serves (a judge that cannot load)
         self.model_sha256 = ""
         self.jobs: Jobs | None = None
 
@@ -102,19 +103,27 @@ class Daemon:
                 )
             # the jobs exist before the model serves: a request that finds the daemon ready
             # finds them too (they start, and the judge loads, after)
-            self.jobs = self.make_jobs()
+            try:
+                self.jobs = self.make_jobs()
+            except ModelError as exc:  # chat still serves; /health and the TUI say why not
+                self.jobs_error = f"learning is off: the judge model cannot be used: {exc}"
+                log.error("%s", self.jobs_error)
             self.state = "ok"
             log.info(
                 "model %s loaded (adapter %s)",
                 self.model_name,
                 self.engine.adapter_version or "none",
             )
-            self.jobs.start()
+            if self.jobs is not None:
+                self.jobs.start()
             if self.settings.memory:  # fit the capture's classifier before the first reply
                 threading.Thread(target=standing.probability, args=("hello",), daemon=True).start()
         except (EngineError, OSError) as exc:
             self.state, self.error = "error", str(exc)
             log.error("cannot load the model: %s", exc)
+        except Exception as exc:  # never a silent 503 "loading": say what went wrong
+            log.exception("the daemon failed to start")
+            self.state, self.error = "error", f"{type(exc).__name__}: {exc}"
 
     def require_ready(self) -> Engine:
         if self.state == "loading":
@@ -195,9 +204,11 @@ def create_app(daemon: Daemon) -> FastAPI:
                     # the model serves before the jobs (and the judge) have started
                     starting=(daemon.jobs is None or daemon.jobs.signal_job is None)
                     and daemon.state == "ok"
+                    and not daemon.jobs_error
                     and daemon.settings.signals_interval_s > 0,
                 ),
                 "training": bool(daemon.jobs and daemon.jobs.training),
+                "error": daemon.jobs_error or None,
             },
         }
         return JSONResponse(body, status_code=200 if daemon.state == "ok" else 503)
@@ -308,7 +319,8 @@ def create_app(daemon: Daemon) -> FastAPI:
     async def train_now(d: Daemon = Depends(authorize)) -> dict:
         d.require_ready()
         if d.jobs is None:
-            raise ApiError(503, "the daemon's jobs are not running", "service_unavailable")
+            why = d.jobs_error or "the daemon's jobs are not running"
+            raise ApiError(503, why, "service_unavailable", "jobs_not_running")
         method = d.settings.train_method
         job = d.jobs.signal_job
         if job is not None:  # "reply, then train now" trains on that reply

@@ -2,7 +2,9 @@
 
 ``install_errors`` turns every exception a route can raise into OpenAI-shaped JSON (400 naming
 the field, 404 for an unknown id, a 500 only for our own faults, logged, and the daemon stays
-up). ``BodyLimit`` refuses a request body over 8 MiB with 413 before any of it is parsed.
+up). ``BodyLimit`` refuses a request body over 8 MiB with 413 before any of it is parsed, and
+a JSON body whose text holds a lone UTF-16 surrogate (``"\\ud800"``: valid JSON, but no text
+can hold it, so nothing could store or tokenize it) with 400 naming the field.
 
 Run alone: nothing to run; ``tests/test_serve.py`` and ``tests/test_fuzz.py`` exercise both
 through the real daemon.
@@ -10,7 +12,9 @@ through the real daemon.
 
 from __future__ import annotations
 
+import json
 import logging
+import re
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -105,9 +109,49 @@ class BodyLimit:
                 return
             if not message.get("more_body"):
                 break
-        replay = [{"type": "http.request", "body": b"".join(chunks), "more_body": False}]
+        body = b"".join(chunks)
+        where = lone_surrogate(body)
+        if where is not None:
+            msg = f"{where}: holds a lone UTF-16 surrogate, which is not text"
+            err = error_body(msg, "invalid_request_error", "invalid_value", where)
+            await JSONResponse(err, status_code=400)(scope, receive, send)
+            return
+        replay = [{"type": "http.request", "body": body, "more_body": False}]
 
         async def replayed() -> Any:  # the body once, then the real stream (disconnects)
             return replay.pop() if replay else await receive()
 
         await self.app(scope, replayed, send)
+
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def lone_surrogate(body: bytes) -> str | None:
+    """The field (``messages.0.tool_call_id``; ``body`` for a key) of the first string in the
+    JSON ``body`` that holds a lone surrogate, or None (also for a body that is not JSON: the
+    route's parser names that). Parses only when the raw bytes hold a surrogate escape."""
+    if not _SURROGATE_ESCAPE.search(body):
+        return None
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    stack: list[tuple[Any, str]] = [(data, "")]
+    while stack:
+        value, path = stack.pop()
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                return path or "body"
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                try:
+                    key.encode("utf-8")
+                except UnicodeEncodeError:
+                    return path or "body"
+                stack.append((item, f"{path}.{key}" if path else key))
+        elif isinstance(value, list):
+            stack.extend((item, f"{path}.{i}" if path else str(i)) for i, item in enumerate(value))
+    return None
