@@ -1,3 +1,5 @@
+import copy
+
 import pytest
 
 from clawd.serving.textstream import Detokenizer, StopScanner, ThinkingSplitter, split_thinking
@@ -9,6 +11,17 @@ def test_detokenizer_never_splits_a_character() -> None:
     out = "".join(d.push(data[i : i + 1]) for i in range(len(data))) + d.flush()
     assert out == "héllo 🙂"
     assert Detokenizer().push("🙂".encode()[:2]) == ""
+
+
+def test_an_invalid_byte_does_not_hold_back_what_follows() -> None:
+    """Once one stray byte (easy at temperature 2) stalled the stream: no text, no stop."""
+    d = Detokenizer()
+    assert d.push(b"\xff") == "\ufffd"
+    assert d.push(b"ok END") == "ok END"
+    partial = Detokenizer()
+    assert partial.push(b"a\xe2\x82") == "a" and partial.push(b"b") == "\ufffdb"
+    copied = copy.deepcopy(partial)  # the engine peeks on copies
+    assert copied.push("🙂".encode()) == partial.push("🙂".encode()) == "🙂"
 
 
 def test_stop_strings_across_pieces() -> None:

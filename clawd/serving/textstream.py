@@ -12,32 +12,25 @@ Run alone to split a text the way the daemon would::
 
 from __future__ import annotations
 
+import codecs
 import sys
 
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 
 
 class Detokenizer:
-    """Accumulates token bytes and releases only complete UTF-8 characters."""
+    """Accumulates token bytes and releases only complete UTF-8 characters; a byte that can
+    never start or continue one becomes U+FFFD at once (it must not hold back all that
+    follows it)."""
 
     def __init__(self) -> None:
-        self._pending = b""
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
 
     def push(self, piece: bytes) -> str:
-        data = self._pending + piece
-        for cut in range(len(data), max(len(data) - 4, -1), -1):
-            try:
-                text = data[:cut].decode("utf-8")
-            except UnicodeDecodeError:
-                continue
-            self._pending = data[cut:]
-            return text
-        self._pending = data
-        return ""
+        return self._decoder.decode(piece)
 
     def flush(self) -> str:
-        text, self._pending = self._pending.decode("utf-8", errors="replace"), b""
-        return text
+        return self._decoder.decode(b"", final=True)
 
 
 def _partial_suffix(text: str, marker: str) -> int:
