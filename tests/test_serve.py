@@ -209,6 +209,23 @@ def test_bad_bodies_are_400_naming_the_field(
         assert err["param"] == param and param.split(".")[0] in err["message"]
 
 
+def test_other_hosts_and_bodies_without_the_token_are_refused_before_the_body_is_read(
+    daemon: RunningDaemon,
+) -> None:
+    port = daemon.url.rsplit(":", 1)[1]
+    # DNS rebinding: a web page's request names its own host
+    r = httpx.get(f"{daemon.url}/health", headers={"Host": f"evil.example:{port}"})
+    assert r.status_code == 403 and r.json()["error"]["code"] == "forbidden_host"
+    for host in (f"localhost:{port}", f"127.0.0.1:{port}", "localhost"):
+        assert httpx.get(f"{daemon.url}/health", headers={"Host": host}).status_code == 200
+    # not JSON and no token: the token decides (once the body was parsed first: a 400)
+    r = httpx.post(f"{daemon.url}/v1/chat/completions", content=b"{not json")
+    assert r.status_code == 401 and r.json()["error"]["code"] == "invalid_api_key"
+    big = b"x" * (9 * 2**20)
+    r = httpx.post(f"{daemon.url}/v1/feedback", content=big)
+    assert r.status_code == 401
+
+
 def test_a_surrogate_pair_is_text_and_is_answered(daemon: RunningDaemon) -> None:
     with daemon.client() as c:
         body = b'{"messages":[{"role":"user","content":"\\ud83d\\ude00"}],"max_tokens":1}'

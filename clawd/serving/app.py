@@ -30,12 +30,19 @@ from starlette.concurrency import run_in_threadpool
 from adapters import promote, registry
 from adapters.registry import AdapterError
 from adapters.routes import router as adapter_router
-from clawd.config import Settings, clawd_home, ensure_token, load_settings, token_path
+from clawd.config import (
+    Settings,
+    clawd_home,
+    ensure_token,
+    load_settings,
+    private_state,
+    token_path,
+)
 from clawd.models import ModelError, resolve, sha256_file
 from clawd.scheduler import Jobs, TrainerNotStarted, training_status
 from clawd.serving.chat import router as chat_router
 from clawd.serving.engine import Engine, EngineError
-from clawd.serving.errors import BodyLimit, install_errors
+from clawd.serving.errors import LOCAL_HOSTS, Guard, install_errors
 from clawd.serving.memories import router as memory_router
 from clawd.serving.protocol import ApiError, ConversationUpdate, FeedbackRequest
 from clawd.signals import review, standing
@@ -48,7 +55,7 @@ from clawd.store.db import Store
 log = logging.getLogger("clawd")
 # Ids are SQLite integers: larger ones are refused at the edge (400 naming the field, never 500).
 SignalId = PathParam(..., ge=1, le=2**63 - 1, description="A signal id (see GET /v1/signals).")
-LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+LOOPBACK = LOCAL_HOSTS
 
 
 class Daemon:
@@ -63,6 +70,7 @@ class Daemon:
         self.engine = Engine(self.model_path, n_ctx=settings.n_ctx, n_threads=settings.n_threads)
         self.state, self.error = "loading", ""
         self.jobs_error = ""  # why learning is off while chat serves (a judge that cannot load)
+        self.listen_host = ""  # the address ``run`` listens on (the setting when empty)
         self.model_sha256 = ""
         self.jobs: Jobs | None = None
 
@@ -174,7 +182,10 @@ def create_app(daemon: Daemon) -> FastAPI:
         description="A personal assistant that learns from your replies.",
     )
     app.state.daemon = daemon
-    app.add_middleware(BodyLimit)
+    # a daemon listening beyond this machine (--allow-remote) is reached by names we cannot know
+    listen = daemon.listen_host or daemon.settings.host
+    hosts = None if listen not in LOOPBACK else LOCAL_HOSTS | {listen}
+    app.add_middleware(Guard, hosts=hosts, token=daemon.token)
     install_errors(app)
 
     async def authorize(request: Request) -> Daemon:
@@ -357,6 +368,7 @@ def run(
     import uvicorn
 
     home = clawd_home()
+    private_state(home)  # also when started as ``python -m clawd.serving.app``
     settings = load_settings(home)
     host, port = host or settings.host, port or settings.port
     if host not in LOOPBACK and not allow_remote:
@@ -375,6 +387,7 @@ def run(
             host,
         )
     daemon = Daemon(home, settings, model or settings.model)
+    daemon.listen_host = host
     log.info(
         "clawd on http://%s:%d (model %s, token in %s)",
         host,

@@ -2,9 +2,12 @@
 
 ``install_errors`` turns every exception a route can raise into OpenAI-shaped JSON (400 naming
 the field, 404 for an unknown id, a 500 only for our own faults, logged, and the daemon stays
-up). ``BodyLimit`` refuses a request body over 8 MiB with 413 before any of it is parsed, and
-a JSON body whose text holds a lone UTF-16 surrogate (``"\\ud800"``: valid JSON, but no text
-can hold it, so nothing could store or tokenize it) with 400 naming the field.
+up). ``Guard``, before any route runs, refuses in this order: a request whose ``Host`` names
+another machine (403: a web page reaching the daemon through DNS rebinding), a request with a
+body but without the right token (401, before a byte of the body is read), a body over 8 MiB
+(413, before any of it is parsed) and a JSON body whose text holds a lone UTF-16 surrogate
+(``"\\ud800"``: valid JSON, but no text can hold it, so nothing could store or tokenize it;
+400 naming the field).
 
 Run alone: nothing to run; ``tests/test_serve.py`` and ``tests/test_fuzz.py`` exercise both
 through the real daemon.
@@ -12,6 +15,7 @@ through the real daemon.
 
 from __future__ import annotations
 
+import hmac
 import json
 import logging
 import re
@@ -74,12 +78,39 @@ def install_errors(app: FastAPI) -> None:
 MAX_BODY_BYTES = 8 * 2**20  # a request body larger than this is refused with 413
 
 
-class BodyLimit:
-    """ASGI middleware: refuse request bodies over ``limit`` bytes (413, OpenAI-shaped) before
-    any of it is parsed, whether the client declares a Content-Length or streams chunks."""
+LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1"}
+PUBLIC_PATHS = {"/health", "/docs", "/redoc", "/openapi.json"}
 
-    def __init__(self, app: Any, limit: int = MAX_BODY_BYTES) -> None:
-        self.app, self.limit = app, limit
+
+def host_of(header: bytes) -> str:
+    """The host of a ``Host`` header, without its port (``[::1]:8765`` -> ``::1``)."""
+    text = header.decode("latin-1").strip().lower()
+    if text.startswith("["):
+        return text[1 : text.find("]")] if "]" in text else text
+    return text.rsplit(":", 1)[0] if text.count(":") == 1 else text
+
+
+class Guard:
+    """ASGI middleware: the checks that must come before any of a body is read or parsed.
+
+    ``hosts``: the host names a request may name (None: any, when the daemon listens beyond
+    this machine on purpose); ``token``: the bearer token requests with a body must carry
+    (None: not checked here; the routes still check it); ``limit``: the most body bytes,
+    declared or streamed."""
+
+    def __init__(
+        self,
+        app: Any,
+        hosts: set[str] | None = None,
+        token: str | None = None,
+        limit: int = MAX_BODY_BYTES,
+    ) -> None:
+        self.app, self.hosts, self.token, self.limit = app, hosts, token, limit
+
+    def _authorized(self, headers: dict[bytes, bytes]) -> bool:
+        given = headers.get(b"authorization", b"").decode("latin-1")
+        given = given[7:].strip() if given.lower().startswith("bearer ") else ""
+        return bool(given) and hmac.compare_digest(given.encode(), (self.token or "").encode())
 
     async def _refuse(self, scope: Any, receive: Any, send: Any) -> None:
         body = error_body(
@@ -90,10 +121,33 @@ class BodyLimit:
         await JSONResponse(body, status_code=413)(scope, receive, send)
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS"):
+        if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        declared = dict(scope["headers"]).get(b"content-length")
+        headers = dict(scope["headers"])
+        host = host_of(headers.get(b"host", b"localhost"))
+        if self.hosts is not None and host not in self.hosts:
+            err = error_body(
+                f"Host {host!r} is not this machine: clawd answers requests to localhost or "
+                "127.0.0.1 only (serve with --allow-remote to be reached by other names)",
+                "invalid_request_error",
+                "forbidden_host",
+            )
+            await JSONResponse(err, status_code=403)(scope, receive, send)
+            return
+        if scope["method"] in ("GET", "HEAD", "OPTIONS"):
+            await self.app(scope, receive, send)
+            return
+        if self.token and scope["path"] not in PUBLIC_PATHS and not self._authorized(headers):
+            err = error_body(
+                "missing or wrong API key: send 'Authorization: Bearer <token>' with the "
+                "token printed by `clawd token`",
+                "invalid_request_error",
+                "invalid_api_key",
+            )
+            await JSONResponse(err, status_code=401)(scope, receive, send)
+            return
+        declared = headers.get(b"content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > self.limit):
             await self._refuse(scope, receive, send)
             return
