@@ -118,12 +118,13 @@ def add_candidate(
         if manifest["status"] == "rejected":
             store.db.conn.executemany(
                 "UPDATE samples SET attempts = attempts + 1, run_id = ?, status = CASE WHEN "
-                f"attempts + 1 >= {MAX_ATTEMPTS} THEN 'dropped' ELSE 'approved' END WHERE id = ?",
+                f"attempts + 1 >= {MAX_ATTEMPTS} THEN 'dropped' ELSE 'approved' END WHERE id = ? "
+                "AND status != 'vetoed'",  # a veto during the run stands
                 [(run_id, i) for i in used],
             )
         else:
             store.db.conn.executemany(
-                "UPDATE samples SET status = 'used', run_id = ? WHERE id = ?",
+                "UPDATE samples SET status = 'used', run_id = ? WHERE id = ? AND status != 'vetoed'",
                 [(run_id, i) for i in used],
             )
         store.db.conn.executemany(

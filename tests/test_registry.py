@@ -9,6 +9,7 @@ import pytest
 
 from adapters import registry
 from bench.adapterkit import register
+from bench.samples import add_sample
 from clawd.models import sha256_file
 from clawd.store.db import Store
 
@@ -104,3 +105,30 @@ def test_export_both_formats(
     assert (peft / "adapter_model.safetensors").exists()
     with pytest.raises(registry.AdapterError, match="already exists"):
         registry.export(store, "e", "gguf", gguf)
+
+
+@pytest.mark.parametrize("status", ["candidate", "rejected"])
+def test_a_veto_during_a_run_stands_whatever_the_run_decides(
+    store: Store, home: Path, smollm2_gguf: Path, status: str
+) -> None:
+    """Once a rejected run sent a sample vetoed meanwhile back to training, a passing one
+    marked it used."""
+    taken = [add_sample(store, smollm2_gguf, hint="Be brief.", reward=-1.0, kind="opd")]
+    taken.append(add_sample(store, smollm2_gguf, hint=None, reward=1.0, kind="rl"))
+    store.db["samples"].update(taken[0], {"status": "vetoed"})  # the user, while it trained
+    run_id = store.db["training_runs"].insert({"status": "succeeded", "started_at": 0.0}).last_pk
+    tmp = registry.adapters_dir(home) / ".tmp-veto"
+    tmp.mkdir(parents=True)
+    (tmp / "adapter.gguf").write_bytes(b"not read here")
+    manifest = {
+        "version": "v1",
+        "parent": None,
+        "base_sha256": "x",
+        "created_at": 0.0,
+        "run_id": run_id,
+        "status": status,
+        "metrics": {},
+    }
+    registry.add_candidate(store, home, tmp, manifest, taken, [])
+    after = [store.db["samples"].get(i)["status"] for i in taken]
+    assert after == ["vetoed", "used" if status == "candidate" else "approved"]
