@@ -119,10 +119,12 @@ def load_on_start(engine: Engine, store: Store, home: Path, base_sha256: str) ->
 
 
 def promote_candidates(engine: Engine, store: Store, base_sha256: str) -> str | None:
-    """Activate the newest candidate that passed the gate and is newer than the active one.
+    """Activate the newest candidate that passed the gate, is newer than the active one and
+    grew from what serves (its parent is the active adapter, or none on the base model).
 
     With the base model serving, only candidates made after it was chosen count: `clawd adapters
-    base` sticks until a new run makes something newer.
+    base` sticks until a new run makes something newer. A run that was already going when the
+    user rolled back made a child of what they rolled back from: it waits for the user.
     """
     with SWITCH:
         return _promote(engine, store, base_sha256)
@@ -138,6 +140,7 @@ def _promote(engine: Engine, store: Store, base_sha256: str) -> str | None:
         and r["base_sha256"] == base_sha256  # another base model's candidates wait for it
         and (r["metrics"].get("gate") or {}).get("passed")
         and r["created_at"] > since
+        and r["parent"] == (current["version"] if current else None)
     ]
     if not newer:
         return None

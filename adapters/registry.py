@@ -124,7 +124,8 @@ def add_candidate(
             )
         else:
             store.db.conn.executemany(
-                "UPDATE samples SET status = 'used', run_id = ? WHERE id = ? AND status != 'vetoed'",
+                "UPDATE samples SET status = 'used', run_id = ? "
+                "WHERE id = ? AND status != 'vetoed'",
                 [(run_id, i) for i in used],
             )
         store.db.conn.executemany(

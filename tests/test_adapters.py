@@ -258,6 +258,36 @@ def test_the_base_model_chosen_by_the_user_sticks(
         engine.close()
 
 
+def test_a_run_going_during_a_rollback_does_not_undo_it(
+    tiny_qwen3_gguf: Path, torch_cache: Path, tmp_path: Path
+) -> None:
+    """Once the child of the rolled-back adapter, finished by a run that was already going,
+    was promoted within seconds of the rollback."""
+    from adapters import promote
+    from clawd.models import sha256_file
+    from clawd.serving.engine import Engine
+
+    home = tmp_path / "home"
+    engine = Engine(tiny_qwen3_gguf, n_ctx=512)
+    engine.load()
+    sha = sha256_file(tiny_qwen3_gguf)
+    try:
+        with Store.open(home) as store:
+            register(home, tiny_qwen3_gguf, torch_cache, "a", seed=33)
+            assert promote.promote_candidates(engine, store, sha) == "a"
+            register(home, tiny_qwen3_gguf, torch_cache, "b", seed=34, parent="a")
+            assert promote.promote_candidates(engine, store, sha) == "b"
+            assert promote.rollback(engine, store, sha) == "a"  # the user rolls back
+            # the run that started from "b" before the rollback finishes now
+            register(home, tiny_qwen3_gguf, torch_cache, "c", seed=35, parent="b")
+            assert promote.promote_candidates(engine, store, sha) is None
+            assert engine.adapter_version == "a" and registry.active(store)["version"] == "a"
+            register(home, tiny_qwen3_gguf, torch_cache, "d", seed=36, parent="a")
+            assert promote.promote_candidates(engine, store, sha) == "d"
+    finally:
+        engine.close()
+
+
 def test_concurrent_switches_leave_engine_and_database_agreeing(
     tiny_qwen3_gguf: Path, torch_cache: Path, tmp_path: Path
 ) -> None:
