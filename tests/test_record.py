@@ -104,3 +104,30 @@ def test_opt_out_and_forget(store: Store) -> None:
         record.delete_conversation(store, cid)
     with pytest.raises(record.NotFound):
         record.add_feedback(store, t1, 1, None)
+
+
+def test_answers_recorded_at_once_in_one_conversation_each_get_their_own_seq(
+    store: Store,
+) -> None:
+    """Once two turns read the same MAX(seq): the second was a 500 (or a cut stream)."""
+    import threading
+
+    ctx = record.begin(store, [{"role": "user", "content": "hi"}], "conv-race", learn=True)
+    errors: list[BaseException] = []
+    start = threading.Barrier(8)
+
+    def write(i: int) -> None:
+        start.wait()
+        try:
+            record.record_turn(store, ctx, response_text=f"answer {i}", model="m")
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    seqs = [t["seq"] for t in store.db["turns"].rows_where("conversation_id = 'conv-race'")]
+    assert sorted(seqs) == list(range(8))

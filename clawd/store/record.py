@@ -133,6 +133,8 @@ def record_turn(store: Store, ctx: Context, **fields: Any) -> str:
         if key in row and not isinstance(row[key], str):
             row[key] = json.dumps(row[key])
     with store.db.conn:
+        # the write lock before the read: two answers in one conversation never take one seq
+        store.db.conn.execute("BEGIN IMMEDIATE")
         seq = store.db.execute(
             "SELECT COALESCE(MAX(seq) + 1, 0) FROM turns WHERE conversation_id = ?",
             [ctx.conversation_id],
