@@ -154,9 +154,10 @@ class Jobs:
             return
         if self._store is None:
             self._store = Store.open(self.home)
-        _, learnable = self._store.waiting_samples(LEARNABLE_KINDS[s.train_method])
+        kinds = LEARNABLE_KINDS[s.train_method]
+        _, learnable = self._store.waiting_samples(kinds, self.model_sha256)
         if learnable >= s.train_min_samples and not why_no_run(
-            self._store, s.train_method, s.train_replay
+            self._store, s.train_method, s.train_replay, self.model_sha256
         ):  # a run the trainer would refuse is not started every minute
             self._scheduled("idle")
 

@@ -3,7 +3,9 @@
 The one check that the trainer (``clawd.training.run``), ``POST /v1/train`` and the daemon's
 idle trigger share, so that none of them starts a run the others would refuse: no approved
 sample, none that the training method can use (``rules.nothing_to_learn``), or samples that
-all scored the same with no hint to learn from (``rules.nothing_to_tell_apart``).
+all scored the same with no hint to learn from (``rules.nothing_to_tell_apart``). Given the
+served base model's digest, samples answered by another base model wait (their token ids mean
+other words here) and the refusal says so.
 
 Run alone to ask it of ``CLAWD_HOME`` with its settings::
 
@@ -20,23 +22,36 @@ from clawd.store.db import RUN_SAMPLES, Store
 
 
 def next_run(
-    store: Store, method: str, replay: int, limit: int = RUN_SAMPLES
+    store: Store,
+    method: str,
+    replay: int,
+    limit: int = RUN_SAMPLES,
+    base_sha256: str | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str | None]:
     """What a training run of ``method`` would take from ``store`` now (``Store.run_samples``:
-    the new samples and up to ``replay`` replayed ones) and why it would learn nothing from
-    them (None if it would learn something; then the trainer trains on exactly these)."""
+    the new samples and up to ``replay`` replayed ones, of the base model ``base_sha256``) and
+    why it would learn nothing from them (None if it would learn something; then the trainer
+    trains on exactly these)."""
     kinds = LEARNABLE_KINDS[method]
-    why = nothing_to_learn(*store.waiting_samples(kinds), method)
+    why = nothing_to_learn(*store.waiting_samples(kinds, base_sha256), method)
     if why:
+        others = store.other_base_samples(base_sha256) if base_sha256 else 0
+        if others:
+            why += (
+                f" ({others} approved samples were answered by another base model: they wait "
+                "until it serves again)"
+            )
         return [], [], why
-    new, old = store.run_samples(kinds, replay, limit)
+    new, old = store.run_samples(kinds, replay, limit, base_sha256)
     return new, old, nothing_to_tell_apart(new + old, method)
 
 
-def why_no_run(store: Store, method: str, replay: int) -> str | None:
+def why_no_run(
+    store: Store, method: str, replay: int, base_sha256: str | None = None
+) -> str | None:
     """Why a training run of ``method`` (with up to ``replay`` replayed samples) would learn
     nothing from what waits in ``store`` now; None if it would learn something."""
-    return next_run(store, method, replay)[2]
+    return next_run(store, method, replay, base_sha256=base_sha256)[2]
 
 
 if __name__ == "__main__":

@@ -44,6 +44,10 @@ class _Connection(sqlite3.Connection):
     """A connection that can be weakly referenced (the base class cannot)."""
 
 
+# a sample's tokens are of the base model that answered its turn (unknown: an older turn)
+_OF_BASE = " AND (t.model_sha256 IS NULL OR t.model_sha256 = '' OR t.model_sha256 = ?)"
+
+
 class Store:
     """The clawd database, migrated to the current schema on open; one connection per thread."""
 
@@ -125,23 +129,46 @@ class Store:
         rows = self.db["events"].rows_where(where, args, order_by="id desc", limit=limit)
         return [{**r, "data": json.loads(r["data"]) if r["data"] else {}} for r in rows]
 
-    def waiting_samples(self, kinds: tuple[str, ...]) -> tuple[int, int]:
-        """Approved samples of turns that may be learned from, and how many are of ``kinds``."""
+    def waiting_samples(
+        self, kinds: tuple[str, ...], base_sha256: str | None = None
+    ) -> tuple[int, int]:
+        """Approved samples of turns that may be learned from, and how many are of ``kinds``
+        (with ``base_sha256``: only those answered by that base model, or by one unknown)."""
         marks = ", ".join("?" * len(kinds))
         approved, of_kinds = self.db.execute(
             f"SELECT COUNT(*), COALESCE(SUM(x.kind IN ({marks})), 0) FROM samples x "
-            "JOIN turns t ON t.id = x.turn_id WHERE x.status = 'approved' AND t.learn = 1",
-            list(kinds),
+            "JOIN turns t ON t.id = x.turn_id WHERE x.status = 'approved' AND t.learn = 1"
+            + _OF_BASE
+            * bool(base_sha256),
+            [*kinds, *[base_sha256] * bool(base_sha256)],
         ).fetchone()
         return int(approved), int(of_kinds)
 
+    def other_base_samples(self, base_sha256: str) -> int:
+        """Approved samples answered by another base model: their token ids mean other words
+        here, so they wait until that model serves again."""
+        return int(
+            self.db.execute(
+                "SELECT COUNT(*) FROM samples x JOIN turns t ON t.id = x.turn_id "
+                "WHERE x.status = 'approved' AND t.learn = 1 AND t.model_sha256 IS NOT NULL "
+                "AND t.model_sha256 != '' AND t.model_sha256 != ?",
+                [base_sha256],
+            ).fetchone()[0]
+        )
+
     def run_samples(
-        self, kinds: tuple[str, ...], replay: int, limit: int = RUN_SAMPLES
+        self,
+        kinds: tuple[str, ...],
+        replay: int,
+        limit: int = RUN_SAMPLES,
+        base_sha256: str | None = None,
     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """What a training run takes now: the waiting samples of ``kinds`` (approved, oldest
         first, at most ``limit``) and its replay, the newest earlier trained ones (``used``), at
         most ``replay`` and at most as many as the new ones (what a lineage learned last is the
-        likeliest to be overwritten by its next update). Rows carry the turn's prompt too."""
+        likeliest to be overwritten by its next update). Rows carry the turn's prompt too.
+        With ``base_sha256``, only samples answered by that base model (or by one unknown)."""
+        base = [base_sha256] if base_sha256 else []
 
         def rows(where: str, order: str, n: int) -> list[dict[str, Any]]:
             return list(
@@ -149,8 +176,10 @@ class Store:
                     "SELECT x.*, t.prompt_messages, t.params, t.model_sha256, t.memory_ids "
                     "FROM samples x "
                     f"JOIN turns t ON t.id = x.turn_id WHERE x.status = '{where}' AND t.learn = 1"
-                    f" AND x.kind IN ({', '.join('?' * len(kinds))}) ORDER BY x.id {order} LIMIT ?",
-                    [*kinds, n],
+                    f" AND x.kind IN ({', '.join('?' * len(kinds))})"
+                    + _OF_BASE * bool(base)
+                    + f" ORDER BY x.id {order} LIMIT ?",
+                    [*kinds, *base, n],
                 )
             )
 

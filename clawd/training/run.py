@@ -93,7 +93,9 @@ def run(
     with run_lock(home), Store.open(home) as store:
         _clean_up_after_crashes(store, home)
         # only samples the method can learn from, and a refusal when they teach it nothing
-        samples, replay, why = next_run(store, cfg.method, cfg.replay, cfg.max_samples)
+        # samples answered by another base model wait for it: their token ids are its words
+        digest = sha256_file(model_path)
+        samples, replay, why = next_run(store, cfg.method, cfg.replay, cfg.max_samples, digest)
         if why:
             raise NothingToTrain(why)
         run_id = (
@@ -115,6 +117,7 @@ def run(
                 store,
                 home,
                 model_path,
+                digest,
                 samples,
                 replay,
                 cfg,
@@ -159,6 +162,7 @@ def _train(
     store: Store,
     home: Path,
     model_path: Path,
+    digest: str,
     samples: list[dict[str, Any]],
     replay: list[dict[str, Any]],
     cfg: TrainConfig,
@@ -173,7 +177,6 @@ def _train(
     from clawd.training import earlier
     from clawd.training.report import phase_times, write_report
 
-    digest = sha256_file(model_path)
     current = registry.active(store)
     inputs = UpdateInputs(
         samples=samples,
