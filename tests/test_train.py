@@ -215,6 +215,25 @@ def test_a_non_finite_loss_is_recorded_and_writes_no_adapter(
     assert [p.name for p in (home / "adapters").iterdir()] == []
 
 
+def test_samples_too_long_to_train_are_dropped_not_taken_first_forever(
+    tiny_qwen3_gguf: Path, home: Path
+) -> None:
+    """Once they stayed approved, were taken first by every run, and every run failed."""
+    with Store.open(home) as store:
+        long = [
+            add_sample(store, tiny_qwen3_gguf, hint="Be brief.", reward=-1, kind="opd+rl"),
+            add_sample(store, tiny_qwen3_gguf, hint=None, reward=1, kind="rl"),
+        ]
+    with pytest.raises(train.TrainingError, match="longer than 8 tokens"):
+        train.run(home, settings_for(tiny_qwen3_gguf), cfg=small(max_seq_len=8))
+    with Store.open(home) as store:
+        assert [store.db["samples"].get(i)["status"] for i in long] == ["dropped", "dropped"]
+        assert any("can never train" in e["message"] for e in store.events(kind="train"))
+        assert store.db["adapters"].count == 0
+    with pytest.raises(train.NothingToTrain):  # no run takes them again
+        train.run(home, settings_for(tiny_qwen3_gguf), cfg=small(max_seq_len=8))
+
+
 def test_the_gate_asks_the_users_own_prompts_newest_first_once_each() -> None:
     from clawd.training.batches import Example
     from clawd.training.update import own_prompts

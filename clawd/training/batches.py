@@ -76,9 +76,11 @@ class Example:
 
 def build_examples(
     samples: list[dict[str, Any]], tok: Any, template: ChatTemplate, cfg: Any, device: Any = "cpu"
-) -> tuple[list[Example], int]:
-    """Examples for the samples that fit ``cfg.max_seq_len``; returns them and the skip count."""
-    out, skipped = [], 0
+) -> tuple[list[Example], list[int]]:
+    """Examples for the samples that fit ``cfg.max_seq_len``; returns them and the ids of the
+    samples that do not (empty or too long: they can never train)."""
+    out: list[Example] = []
+    skipped: list[int] = []
     for s in samples:
         prompt = json.loads(s["prompt_token_ids"])
         response = json.loads(s["response_token_ids"])
@@ -97,7 +99,7 @@ def build_examples(
             teacher = tok(text, add_special_tokens=False)["input_ids"]
         longest = max(len(prompt), len(teacher)) + len(response)
         if not response or not prompt or longest > cfg.max_seq_len:
-            skipped += 1
+            skipped.append(s["id"])
             continue
         out.append(
             Example(

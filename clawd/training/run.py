@@ -53,7 +53,7 @@ from clawd.store import memories
 from clawd.store.db import Store
 from clawd.training import consolidate, ppo
 from clawd.training.config import TrainConfig
-from clawd.training.update import Cancelled, TrainingError, UpdateInputs, update
+from clawd.training.update import Cancelled, TooLong, TrainingError, UpdateInputs, update
 
 log = logging.getLogger("clawd.train")
 Progress = Callable[[int, int, dict[str, float]], None]
@@ -129,6 +129,8 @@ def run(
             )
         except BaseException as exc:
             shutil.rmtree(tmp, ignore_errors=True)
+            if isinstance(exc, TooLong):  # they would fail every run from now on
+                _drop_too_long(store, exc.sample_ids, exc.max_seq_len, run_id)
             known = isinstance(exc, TrainingError | ppo.NonFinite)
             reason = str(exc) if known else f"{type(exc).__name__}: {exc}"
             if isinstance(exc, torch.OutOfMemoryError | MemoryError):
@@ -144,6 +146,26 @@ def run(
             raise TrainingError(reason) from exc
         registry.retain(store, settings.adapters_keep)
         return summary
+
+
+def _drop_too_long(store: Store, sample_ids: list[int], max_seq_len: int, run_id: int) -> None:
+    """Settle samples that can never train (empty, or longer than ``max_seq_len`` tokens with
+    their prompt): ``dropped``, with the reason in the events, never taken first again."""
+    if not sample_ids:
+        return
+    with store.db.conn:
+        store.db.conn.executemany(
+            "UPDATE samples SET status = 'dropped', run_id = ? "
+            "WHERE id = ? AND status = 'approved'",
+            [(run_id, i) for i in sample_ids],
+        )
+    store.event(
+        "train",
+        f"dropped {len(sample_ids)} samples longer than {max_seq_len} tokens (or empty): "
+        "they can never train",
+        run_id=run_id,
+        samples=sample_ids,
+    )
 
 
 def _clean_up_after_crashes(store: Store, home: Path) -> None:
@@ -293,6 +315,7 @@ def _train(
         "files": {"gguf": "adapter.gguf", "peft": "peft", "report": "report.json"},
     }
     final = registry.add_candidate(store, home, tmp, manifest, trained_ids, result["heldout_ids"])
+    _drop_too_long(store, result["skipped"], cfg.max_seq_len, run_id)
     with store.db.conn:
         store.db.conn.execute(
             "UPDATE training_runs SET status = 'succeeded', adapter_version = ?, report_path = ?,"
@@ -313,7 +336,7 @@ def _train(
         "samples": len(trained_ids),
         "replayed": len(result["replayed"]),
         "stopped_early": ended["stopped_early"],
-        "skipped": result["skipped"],
+        "skipped": len(result["skipped"]),
         "final_loss": steps[-1]["loss"],
         "gate": verdict,
     }

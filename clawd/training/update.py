@@ -35,6 +35,17 @@ class TrainingError(Exception):
     """The run was aborted; the message says why in words (it is also recorded)."""
 
 
+class TooLong(TrainingError):
+    """No sample fits ``max_seq_len``; ``sample_ids`` can never train (the run drops them)."""
+
+    def __init__(self, max_seq_len: int, sample_ids: list[int]) -> None:
+        super().__init__(f"every sample was longer than {max_seq_len} tokens")
+        self.max_seq_len, self.sample_ids = max_seq_len, sample_ids
+
+    def __reduce__(self) -> tuple[Any, ...]:  # comes back whole from a Ray worker
+        return (TooLong, (self.max_seq_len, self.sample_ids))
+
+
 class Cancelled(BaseException):
     """The run was asked to stop (SIGTERM to the trainer, Ctrl+C); raised where it was."""
 
@@ -107,7 +118,7 @@ def update(
     examples, skipped = build_examples(inputs.samples, tok, template, cfg, device=device)
     replayed, _ = build_examples(replay, tok, template, cfg, device=device)
     if not examples:
-        raise TrainingError(f"every sample was longer than {cfg.max_seq_len} tokens")
+        raise TooLong(cfg.max_seq_len, skipped)
     # Every fifth new sample (from five on) is held out for the promotion gate; a sample that
     # was held out before trains now instead, so every sample trains eventually.
     fresh = [e for e, s in zip(examples, _fitting(inputs.samples, examples), strict=True) if not s]
