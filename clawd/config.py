@@ -416,18 +416,48 @@ def describe(home: Path | None = None) -> list[SettingReport]:
     return rows
 
 
-def set_value(home: Path, name: str, value: Any) -> None:
-    """Write one setting to ``config.toml``, keeping the user's comments and other keys."""
+def _known(name: str) -> None:
     if name not in Settings.model_fields:
-        raise ConfigError(f"unknown setting {name!r}")
+        known = ", ".join(Settings.model_fields)
+        raise ConfigError(f"unknown setting {name!r}; known: {known}")
+
+
+def set_value(home: Path, name: str, value: Any) -> Any:
+    """Write one setting to ``config.toml``, keeping the user's comments and other keys;
+    ``value`` may be text as typed ("true", "0.5"), checked and converted like the file's.
+    Returns the value written."""
+    _known(name)
     current = read_config_file(home)
     try:
-        Settings(**{**current, name: value})
+        checked = getattr(Settings(**{**current, name: value}), name)
     except ValidationError as exc:
         raise _explain(exc, home) from None
+    if not isinstance(checked, str | int | float | bool | list | dict):
+        checked = str(checked)  # a path: TOML holds its text
+    _write(home, lambda doc: doc.__setitem__(name, checked))
+    return checked
+
+
+def unset_value(home: Path, name: str) -> bool:
+    """Remove one setting from ``config.toml`` (its default applies again); whether it was
+    there. The rest of the file must still be valid without it."""
+    _known(name)
+    current = read_config_file(home)
+    if name not in current:
+        return False
+    try:
+        Settings(**{k: v for k, v in current.items() if k != name})
+    except ValidationError as exc:
+        raise _explain(exc, home) from None
+    _write(home, lambda doc: doc.pop(name))
+    return True
+
+
+def _write(home: Path, change: Any) -> None:
+    """Apply ``change`` to config.toml's document and replace the file whole."""
     path = config_path(home)
     doc = tomlkit.parse(path.read_text(encoding="utf-8")) if path.exists() else tomlkit.document()
-    doc[name] = value
+    change(doc)
     home.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".toml.tmp")
     tmp.write_text(tomlkit.dumps(doc), encoding="utf-8")

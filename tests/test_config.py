@@ -106,3 +106,29 @@ def test_the_judge_api_key_is_masked_in_what_config_show_prints(
     shown = CliRunner().invoke(app, ["config", "show"])
     assert shown.exit_code == 0 and "sk-very-secret" not in shown.output
     assert "judge_mode = 'probe'" in shown.output
+
+
+def test_config_set_and_unset_from_the_command_line(home: Path) -> None:
+    """Once the only way to change a setting was to edit TOML by hand."""
+    from typer.testing import CliRunner
+
+    from clawd.cli.main import app
+
+    runner = CliRunner()
+    home.mkdir(parents=True)
+    (home / "config.toml").write_text("# mine\nport = 9000\n")
+    done = runner.invoke(app, ["config", "set", "memory", "false"])
+    assert done.exit_code == 0 and "memory = False" in done.output
+    assert runner.invoke(app, ["config", "set", "memory_tokens", "128"]).exit_code == 0
+    settings = load_settings(home)
+    assert settings.memory is False and settings.memory_tokens == 128 and settings.port == 9000
+    assert "# mine" in (home / "config.toml").read_text()
+    bad = runner.invoke(app, ["config", "set", "memory_tokens", "lots"])
+    assert bad.exit_code != 0 and "memory_tokens" in bad.output
+    unknown = runner.invoke(app, ["config", "set", "nope", "1"])
+    assert unknown.exit_code != 0 and "unknown setting" in unknown.output
+    assert load_settings(home).memory_tokens == 128  # a refused value changes nothing
+    gone = runner.invoke(app, ["config", "unset", "memory"])
+    assert gone.exit_code == 0 and "default True applies" in gone.output
+    assert load_settings(home).memory is True
+    assert "was not set" in runner.invoke(app, ["config", "unset", "memory"]).output

@@ -10,6 +10,7 @@ Run alone::
 
 from __future__ import annotations
 
+import os
 from urllib.parse import quote
 
 import typer
@@ -22,11 +23,14 @@ from clawd.cli.memory import memory_app
 from clawd.cli.util import err, fail, out
 from clawd.config import (
     ConfigError,
+    Settings,
     clawd_home,
     config_path,
     describe,
     load_settings,
     private_state,
+    set_value,
+    unset_value,
 )
 from clawd.models import CATALOG, ModelError, ensure_embedded, installed, pull, use
 
@@ -36,7 +40,7 @@ app = typer.Typer(
     add_completion=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-config_app = typer.Typer(help="Show the configuration.", no_args_is_help=True)
+config_app = typer.Typer(help="Show and change the configuration.", no_args_is_help=True)
 models_app = typer.Typer(help="List, download and choose models.", no_args_is_help=True)
 app.add_typer(config_app, name="config")
 app.add_typer(models_app, name="models")
@@ -78,6 +82,44 @@ def config_show() -> None:
     for row in rows:
         out.print(f"\n# {row.description}\n# from: {row.source}", highlight=False, soft_wrap=True)
         out.print(f"{row.name} = {row.value!r}", highlight=False, soft_wrap=True)
+
+
+@config_app.command("set")
+def config_set(
+    name: str = typer.Argument(..., help="The setting, as `clawd config show` names it."),
+    value: str = typer.Argument(..., help="Its new value (true/false, a number, text)."),
+) -> None:
+    """Write one setting to config.toml, checked like the file (a running daemon applies it
+    when restarted)."""
+    home = clawd_home()
+    try:
+        written = set_value(home, name, value)
+    except ConfigError as exc:
+        raise fail(str(exc)) from None
+    out.print(f"{name} = {written!r} (in {config_path(home)})", highlight=False, soft_wrap=True)
+    _env_note(name)
+
+
+@config_app.command("unset")
+def config_unset(name: str = typer.Argument(..., help="The setting to remove.")) -> None:
+    """Remove one setting from config.toml: its default applies again."""
+    home = clawd_home()
+    try:
+        removed = unset_value(home, name)
+    except ConfigError as exc:
+        raise fail(str(exc)) from None
+    default = Settings.model_fields[name].default
+    if removed:
+        out.print(f"{name} removed: the default {default!r} applies", highlight=False)
+    else:
+        out.print(f"{name} was not set in {config_path(home)}", highlight=False, soft_wrap=True)
+    _env_note(name)
+
+
+def _env_note(name: str) -> None:
+    env = "CLAWD_" + name.upper()
+    if env in os.environ:
+        out.print(f"note: the environment variable {env} overrides the file", highlight=False)
 
 
 @models_app.command("list")
