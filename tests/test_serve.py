@@ -332,6 +332,37 @@ def test_a_client_that_hangs_up_cancels_its_generation(daemon: RunningDaemon) ->
     assert conversation(daemon, cid)["turns"] == []  # an unfinished answer is not recorded
 
 
+def test_an_abandoned_reply_is_no_next_state_and_its_edit_is(daemon: RunningDaemon) -> None:
+    """Once the text the user abandoned (Esc) became the hint, and the edit was ignored."""
+    with daemon.client() as c:
+        first = c.post("/v1/chat/completions", json={"messages": HI, "max_tokens": 4}).json()
+        cid = first["clawd"]["conversation_id"]
+        said = {"role": "assistant", "content": first["choices"][0]["message"]["content"]}
+
+        def reply(text: str) -> list[dict]:
+            return [*HI, said, {"role": "user", "content": text}]
+
+        body = {"messages": reply("make it rude"), "max_tokens": 1500, "stream": True}
+        with c.stream("POST", "/v1/chat/completions", json=body) as r:
+            next(r.iter_lines())  # the user presses Esc
+        deadline = time.monotonic() + 10
+        while conversation(daemon, cid)["turns"][0]["next_state"] is not None:
+            assert time.monotonic() < deadline, "the abandoned reply stayed a next state"
+            time.sleep(0.1)
+        off = c.post(
+            "/v1/chat/completions",
+            json={"messages": reply("this one is not for learning"), "max_tokens": 2},
+            headers={"X-Clawd-Learn": "0"},
+        )
+        assert off.status_code == 200
+        assert conversation(daemon, cid)["turns"][0]["next_state"] is None
+        edited = c.post(
+            "/v1/chat/completions", json={"messages": reply("make it kind"), "max_tokens": 2}
+        )
+        assert edited.status_code == 200
+        assert conversation(daemon, cid)["turns"][0]["next_state"]["content"] == "make it kind"
+
+
 def test_concurrent_clients_each_turn_recorded_once(daemon: RunningDaemon) -> None:
     def one(i: int) -> str:
         with daemon.client() as c:

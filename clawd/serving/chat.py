@@ -187,8 +187,15 @@ async def chat_completions(body: CreateChatCompletionRequest, request: Request) 
         done=lambda r: loop.call_soon_threadsafe(events.put_nowait, _Done(r)),
     )
     headers = {"X-Clawd-Conversation": ctx.conversation_id}
+    stored = False
+
+    def abandoned() -> None:
+        """No answer was stored: the reply this request carried is no next state."""
+        if not stored:
+            record.abandon(daemon.store, ctx)
 
     def store(result: Result) -> None:
+        nonlocal stored
         record.record_turn(
             daemon.store,
             ctx,
@@ -216,6 +223,7 @@ async def chat_completions(body: CreateChatCompletionRequest, request: Request) 
             total_ms=result.total_ms,
             memory_ids=used.ids,
         )
+        stored = True
 
     def outcome(done: _Done) -> Result:
         if isinstance(done.outcome, BaseException):
@@ -230,13 +238,14 @@ async def chat_completions(body: CreateChatCompletionRequest, request: Request) 
             item = await events.get()
             while not isinstance(item, _Done):  # deltas are not needed: wait for the result
                 item = await events.get()
+            result = outcome(item)
+            if result.finish_reason == "cancelled":
+                return JSONResponse({}, status_code=499)
+            await asyncio.to_thread(store, result)
         finally:
             watcher.cancel()
             cancel.set()  # a no-op when finished; stops the worker if this task was cancelled
-        result = outcome(item)
-        if result.finish_reason == "cancelled":
-            return JSONResponse({}, status_code=499)
-        await asyncio.to_thread(store, result)
+            abandoned()
         message: dict[str, Any] = {"role": "assistant", "content": result.content}
         if result.reasoning:
             message["reasoning_content"] = result.reasoning
@@ -313,6 +322,7 @@ async def chat_completions(body: CreateChatCompletionRequest, request: Request) 
             yield "data: [DONE]\n\n"
         finally:
             cancel.set()  # the client went away (or we finished): free the engine
+            abandoned()
 
     return StreamingResponse(
         stream(), media_type="text/event-stream", headers={**headers, "Cache-Control": "no-cache"}

@@ -67,6 +67,7 @@ class Context:
     previous_turn_id: str | None
     learn: bool
     messages: list[dict[str, Any]]
+    next_state: str | None = None  # the reply this request linked, until its answer is stored
 
 
 def _find_previous(
@@ -90,18 +91,26 @@ def begin(
 ) -> Context:
     """Find or create the conversation of a request and link its next state, in one write."""
     now = time.time()
+    next_state = None
     found = _find_previous(store, messages, conversation_id)
     with store.db.conn:
         if found:
             k, prev = found
             conversation_id = prev["conversation_id"]
             after = messages[k + 1] if k + 1 < len(messages) else None
-            if after and after.get("role") in ("user", "tool"):
-                store.db.conn.execute(
-                    "INSERT OR IGNORE INTO next_states (turn_id, role, content, created_at) "
-                    "VALUES (?, ?, ?, ?)",
-                    (prev["id"], after["role"], message_text(after.get("content")), now),
+            # A reply sent with learning off is no signal. One whose answer was never stored
+            # (the user pressed Esc, the client hung up) is replaced by the one sent next.
+            if learn and after and after.get("role") in ("user", "tool"):
+                said = message_text(after.get("content"))
+                cur = store.db.conn.execute(
+                    "INSERT INTO next_states (turn_id, role, content, created_at) "
+                    "VALUES (?, ?, ?, ?) ON CONFLICT(turn_id) DO UPDATE SET role = excluded.role,"
+                    " content = excluded.content, created_at = excluded.created_at "
+                    "WHERE next_states.next_turn_id IS NULL AND next_states.content != "
+                    "excluded.content",
+                    (prev["id"], after["role"], said, now),
                 )
+                next_state = said if cur.rowcount else None
         conversation_id = conversation_id or f"conv-{uuid.uuid4().hex[:20]}"
         first_user = next((m for m in messages if m.get("role") == "user"), None)
         title = message_text(first_user.get("content"))[:80] if first_user else ""
@@ -112,8 +121,24 @@ def begin(
         )
     conv_learn = store.db["conversations"].get(conversation_id)["learn"]
     return Context(
-        conversation_id, found[1]["id"] if found else None, learn and bool(conv_learn), messages
+        conversation_id,
+        found[1]["id"] if found else None,
+        learn and bool(conv_learn),
+        messages,
+        next_state,
     )
+
+
+def abandon(store: Store, ctx: Context) -> None:
+    """The request of ``ctx`` ended without a stored answer: the reply it linked is no next
+    state (the user may edit and resend it; what they abandoned must not train)."""
+    if ctx.previous_turn_id and ctx.next_state is not None:
+        with store.db.conn:
+            store.db.conn.execute(
+                "DELETE FROM next_states WHERE turn_id = ? AND next_turn_id IS NULL "
+                "AND content = ?",
+                (ctx.previous_turn_id, ctx.next_state),
+            )
 
 
 def record_turn(store: Store, ctx: Context, **fields: Any) -> str:
