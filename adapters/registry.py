@@ -22,6 +22,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from clawd import trainlock
 from clawd.store import memories
 from clawd.store.db import Store
 
@@ -358,11 +359,16 @@ def reconcile(store: Store, home: Path) -> list[str]:
     the row: that run never finished, its samples still wait), rows whose folder vanished; keep
     one active. A damaged manifest is reported, never fatal: the database is the truth."""
     notes = []
-    for stale in adapters_dir(home).glob(".tmp-*"):
+    training = trainlock.holder(home)  # a live run's files are unfinished, not stale
+    if training:
+        notes.append(f"a training run is in progress ({training}): its files are left alone")
+    for stale in [] if training else adapters_dir(home).glob(".tmp-*"):
         shutil.rmtree(stale, ignore_errors=True)
         notes.append(f"removed unfinished {stale.name}")
     known = {Path(r["path"]).name for r in list_adapters(store)}
     for folder in sorted(adapters_dir(home).iterdir()):
+        if training:
+            break
         if folder.is_dir() and not folder.name.startswith(".") and folder.name not in known:
             shutil.rmtree(folder, ignore_errors=True)
             notes.append(f"removed {folder.name}: its run never finished (no database row)")

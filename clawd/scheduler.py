@@ -29,6 +29,7 @@ from typing import Any
 
 from apscheduler.schedulers.background import BackgroundScheduler
 
+from clawd import trainlock
 from clawd.config import Settings
 from clawd.serving.engine import Engine
 from clawd.signals.job import SignalJob
@@ -122,8 +123,9 @@ class Jobs:
 
     def start_training(self, trigger: str) -> int | None:
         """Start a training run in its own process; returns its pid (None if one runs).
-        Raises TrainerNotStarted, with the reason, if the process cannot be started."""
-        if self.training:
+        Raises TrainerNotStarted, with the reason, if the process cannot be started. A run of
+        another process (``clawd train --now``, an earlier daemon's trainer) counts as one."""
+        if self.training or trainlock.holder(self.home):
             return None
         logs = self.home / "logs"
         env = {

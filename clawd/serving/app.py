@@ -30,6 +30,7 @@ from starlette.concurrency import run_in_threadpool
 from adapters import promote, registry
 from adapters.registry import AdapterError
 from adapters.routes import router as adapter_router
+from clawd import trainlock
 from clawd.config import (
     Settings,
     clawd_home,
@@ -344,9 +345,10 @@ def create_app(daemon: Daemon) -> FastAPI:
         except TrainerNotStarted as exc:
             raise ApiError(503, str(exc), "service_unavailable", "trainer_not_started") from None
         if pid is None:
+            who = trainlock.holder(d.home)
             raise ApiError(
                 409,
-                "a training run is already in progress",
+                "a training run is already in progress" + (f" ({who})" if who else ""),
                 "invalid_request_error",
                 "already_running",
             )

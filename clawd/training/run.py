@@ -29,7 +29,6 @@ Run alone (what ``clawd train --now`` and the daemon's nightly job run)::
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import logging
 import os
@@ -46,6 +45,7 @@ from typing import Any
 import torch
 
 from adapters import registry
+from clawd import trainlock
 from clawd.config import Settings, clawd_home, load_settings, private_state
 from clawd.models import resolve, sha256_file
 from clawd.signals.waiting import next_run
@@ -65,14 +65,13 @@ class NothingToTrain(TrainingError):
 
 
 @contextlib.contextmanager
-def run_lock(home: Path) -> Iterator[None]:
-    home.mkdir(parents=True, exist_ok=True)
-    with open(home / "train.lock", "w") as fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise TrainingError("another training run is in progress") from None
-        yield
+def run_lock(home: Path, trigger: str) -> Iterator[None]:
+    """The training lock (``clawd.trainlock``); a held one is a TrainingError naming its holder."""
+    try:
+        with trainlock.hold(home, trigger):
+            yield
+    except trainlock.Held as exc:
+        raise TrainingError(str(exc)) from None
 
 
 def run(
@@ -90,7 +89,7 @@ def run(
     cfg = cfg or TrainConfig.from_settings(settings)
     model_name = model or settings.model
     model_path = resolve(model_name, home)
-    with run_lock(home), Store.open(home) as store:
+    with run_lock(home, trigger), Store.open(home) as store:
         _clean_up_after_crashes(store, home)
         # only samples the method can learn from, and a refusal when they teach it nothing
         # samples answered by another base model wait for it: their token ids are its words
