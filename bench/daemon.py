@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -40,12 +41,32 @@ class RunningDaemon:
         kw.setdefault("timeout", 120)
         return httpx.Client(base_url=self.url, headers=self.headers, **kw)
 
-    def stop(self) -> None:
+    def server_errors(self) -> list[str]:
+        """Lines of the daemon's log that show a 5xx answer or an unhandled exception."""
+        if not self.log.exists():
+            return []
+        text = self.log.read_text(encoding="utf-8", errors="replace")
+        return [line for line in text.splitlines() if _SERVER_ERROR.search(line)]
+
+    def stop(self, allow_server_errors: bool = False) -> None:
+        """Stop the daemon; a 5xx it answered meanwhile fails the caller (a test), unless
+        ``allow_server_errors``: a 500 is a defect even when the test did not look."""
         self.proc.terminate()
         try:
             self.proc.wait(timeout=20)
         except subprocess.TimeoutExpired:
             self.proc.kill()
+            self.proc.wait()
+        errors = self.server_errors()
+        if errors and not allow_server_errors:
+            shown = "\n".join(errors[:10])
+            raise AssertionError(f"the daemon answered 5xx or raised ({self.log}):\n{shown}")
+
+
+# uvicorn's access line of a 5xx, our handler's log of an internal error, an ASGI crash
+_SERVER_ERROR = re.compile(
+    r'HTTP/1\.[01]" 5\d\d |ERROR internal error|Exception in ASGI application'
+)
 
 
 def start_daemon(

@@ -97,3 +97,41 @@ def test_no_generated_request_makes_the_daemon_fail(
     assert health.status_code == 200 and d.proc.poll() is None, health.text
     assert not failures, "\n".join(failures[:20])
     assert calls > EXAMPLES * 10  # it really reached the operations
+
+
+# Strings no text can hold and bytes that are no UTF-8, in every place a body carries text.
+HOSTILE = [
+    ("POST", "/v1/chat/completions", b'{"messages":[{"role":"user","content":"\\ud800"}]}'),
+    (
+        "POST",
+        "/v1/chat/completions",
+        b'{"messages":[{"role":"user","content":"hi","tool_call_id":"\\udfff"}],"max_tokens":1}',
+    ),
+    (
+        "POST",
+        "/v1/chat/completions",
+        b'{"messages":[{"role":"user","content":"hi"}],"stop":["\\udc80"],"max_tokens":1}',
+    ),
+    ("POST", "/v1/chat/completions", b'{"messages":[{"role":"user","content":"\xff\xfe"}]}'),
+    ("POST", "/v1/chat/completions", b'{"\\ud800":1,"messages":[]}'),
+    ("POST", "/v1/feedback", b'{"id":"\\ud800","rating":1}'),
+    ("POST", "/v1/memories", b'{"text":"Call me \\udbff."}'),
+    ("POST", "/v1/memories", b'{"text":"\xc3\x28"}'),
+    ("PATCH", "/v1/conversations/fuzz-conversation", b'{"title":"\\udc00"}'),
+]
+
+
+@pytest.mark.parametrize(("method", "path", "body"), HOSTILE)
+def test_hostile_text_is_a_4xx_with_or_without_the_token(
+    fuzzed: tuple[RunningDaemon, dict[str, str]], method: str, path: str, body: bytes
+) -> None:
+    d, _ = fuzzed
+    import httpx
+
+    json_type = {"Content-Type": "application/json"}
+    with d.client() as c:
+        r = c.request(method, path, content=body, headers=json_type)
+        assert 400 <= r.status_code < 500, r.text
+        assert r.json()["error"]["message"]
+    bare = httpx.request(method, f"{d.url}{path}", content=body, headers=json_type)
+    assert bare.status_code == 401, bare.text
