@@ -70,8 +70,9 @@ async def show(version: str, request: Request) -> dict:
 
 
 @router.get("/v1/adapters/{version}/report", summary="The training report: steps and why-view")
-async def report(version: str, request: Request) -> dict:
-    """The run's report.json: every step's metrics and, per sample, tokens and OPD advantage."""
+def report(version: str, request: Request) -> dict:
+    """The run's report.json: every step's metrics and, per sample, tokens and OPD advantage
+    (read in a worker thread: a long run's report is megabytes)."""
     try:
         return registry.report(request.app.state.daemon.store, version)
     except AdapterError as exc:

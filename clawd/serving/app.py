@@ -280,7 +280,9 @@ def create_app(daemon: Daemon) -> FastAPI:
         return record.get_conversation(d.store, cid)
 
     @app.delete("/v1/conversations/{cid}", summary="Forget a conversation")
-    async def delete(cid: str, d: Daemon = Depends(authorize)) -> dict:
+    def delete(cid: str, d: Daemon = Depends(authorize)) -> dict:
+        # a plain def: FastAPI runs it in a worker thread, so rewriting reports and the WAL
+        # checkpoint (up to seconds) never stall the streams on the event loop
         made = memories.of_conversation(d.store, cid)
         removed = record.delete_conversation(d.store, cid)
         memories.delete(d.store, made)
