@@ -107,9 +107,12 @@ async def activate(version: str, request: Request, body: ActivateRequest | None 
 
 
 @router.delete("/v1/adapters/{version}", summary="Delete an adapter version")
-async def delete(version: str, request: Request) -> dict:
+def delete(version: str, request: Request) -> dict:
+    # under the switch lock: an activation of this version in flight finishes first (and then
+    # the delete refuses the active one), never serves files deleted under it
     try:
-        registry.delete(request.app.state.daemon.store, version)
+        with promote.SWITCH:
+            registry.delete(request.app.state.daemon.store, version)
     except AdapterError as exc:
         raise _error(exc) from None
     return {"id": version, "object": "adapter.deleted", "deleted": True}
