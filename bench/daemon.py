@@ -41,6 +41,10 @@ class RunningDaemon:
         kw.setdefault("timeout", 120)
         return httpx.Client(base_url=self.url, headers=self.headers, **kw)
 
+    def health(self) -> dict:
+        """The daemon's whole /health body (asked with the token)."""
+        return httpx.get(f"{self.url}/health", headers=self.headers, timeout=30).json()
+
     def server_errors(self) -> list[str]:
         """Lines of the daemon's log that show a 5xx answer or an unhandled exception."""
         if not self.log.exists():

@@ -63,7 +63,7 @@ def add_backlog(client: httpx.Client, n: int) -> None:
 
 
 def job_state(d) -> dict:
-    return httpx.get(f"{d.url}/health").json()["jobs"]["signals"]
+    return d.health()["jobs"]["signals"]
 
 
 def main() -> None:

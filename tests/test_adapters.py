@@ -74,7 +74,7 @@ def test_activate_and_roll_back_through_rest_and_cli(daemon: RunningDaemon) -> N
         assert out.returncode == 0 and "now serving: b" in out.stdout, out.stderr
         b_text, version = ask(c)
         assert version == "b" and b_text != a_text
-        assert httpx.get(f"{daemon.url}/health").json()["adapter"] == "b"
+        assert daemon.health()["adapter"] == "b"
         listed = c.get("/v1/adapters").json()
         assert listed["active"] == "b"
         assert {r["version"]: r["status"] for r in listed["data"]}["a"] == "retired"
@@ -134,7 +134,7 @@ def test_a_corrupt_active_adapter_falls_back_to_its_parent(
         fh.write(b"\0" * 64)
     d = start_daemon(any_gguf, home, settings=NO_AUTO)
     try:
-        assert httpx.get(f"{d.url}/health").json()["adapter"] == "p"
+        assert d.health()["adapter"] == "p"
         with d.client() as c:
             assert ask(c)[1] == "p"
     finally:
@@ -156,7 +156,7 @@ def test_switching_the_base_model_parks_its_adapters_and_switching_back_restores
         registry.set_active(store, "k")
     d = start_daemon(smollm2_gguf, home, settings=NO_AUTO)  # another base model
     try:
-        assert httpx.get(f"{d.url}/health").json()["adapter"] is None
+        assert d.health()["adapter"] is None
     finally:
         d.stop()
     with Store.open(home) as store:  # set aside, not condemned
@@ -164,7 +164,7 @@ def test_switching_the_base_model_parks_its_adapters_and_switching_back_restores
         assert registry.get(store, "p")["status"] == "candidate"
     d = start_daemon(tiny_qwen3_gguf, home, settings=NO_AUTO)  # and back
     try:
-        assert httpx.get(f"{d.url}/health").json()["adapter"] == "k"
+        assert d.health()["adapter"] == "k"
     finally:
         d.stop()
     with Store.open(home) as store:
@@ -204,7 +204,7 @@ def test_kill_9_during_activations_leaves_a_loadable_active_adapter(
     assert len(actives) <= 1
     d = start_daemon(any_gguf, home, settings=NO_AUTO)
     try:
-        served = httpx.get(f"{d.url}/health").json()["adapter"]
+        served = d.health()["adapter"]
         assert served == (actives[0] if actives else None)
         with d.client() as c:
             assert ask(c)[1] == served
@@ -224,7 +224,7 @@ def test_a_passing_candidate_is_promoted_automatically(
     try:
         register(home, any_gguf, torch_cache, "fresh", seed=30)
         deadline = time.monotonic() + 30
-        while httpx.get(f"{d.url}/health").json()["adapter"] != "fresh":
+        while d.health()["adapter"] != "fresh":
             assert time.monotonic() < deadline, "not promoted within 30 s"
             time.sleep(0.5)
     finally:

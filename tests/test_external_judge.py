@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import httpx
 import pytest
 
 from bench.daemon import free_port, start_daemon
@@ -59,9 +58,7 @@ def test_a_second_daemon_judges_the_first_one(smollm2_gguf: Path, tmp_path: Path
         d = start_daemon(smollm2_gguf, tmp_path / "home", settings=settings)
         try:
             # the daemon serves before its jobs have started: wait for the judge's mode
-            jobs = wait_for(
-                lambda: (h := httpx.get(f"{d.url}/health").json()["jobs"]["signals"])["mode"] and h
-            )
+            jobs = wait_for(lambda: (h := d.health()["jobs"]["signals"])["mode"] and h)
             assert jobs["mode"] == "external" and jobs["judge"].startswith(endpoint.url)
             with d.client() as c:
                 turn = converse(c, TEA.request, TEA.reply)
@@ -93,11 +90,7 @@ def test_a_dead_endpoint_leaves_the_turn_waiting(smollm2_gguf: Path, tmp_path: P
     try:
         with d.client() as c:
             turn = converse(c, "Name a colour.", "thanks!")
-            health = wait_for(
-                lambda: (
-                    (h := httpx.get(f"{d.url}/health").json()["jobs"]["signals"])["failed"] and h
-                )
-            )
+            health = wait_for(lambda: (h := d.health()["jobs"]["signals"])["failed"] and h)
             assert "did not answer" in health["last_error"]
             assert signal_of(c, turn) is None  # nothing made up; it waits for the judge
             r = c.post(

@@ -115,7 +115,7 @@ def test_a_run_through_ray_passes_the_gate_and_serves(
             assert done["status"] == "succeeded", done
             version = done["adapter_version"]
             # auto_activate hot-loads it once it passed the gate
-            wait_for(lambda: httpx.get(f"{d.url}/health").json()["adapter"] == version)
+            wait_for(lambda: d.health()["adapter"] == version)
             _chat_works(c)
             steps = c.get("/v1/train").json()["latest_steps"]
             assert steps and steps[-1]["step"] == len(steps)  # every step streamed back

@@ -40,7 +40,7 @@ def conversation(daemon: RunningDaemon, cid: str) -> dict:
 
 
 def test_health_models_and_token_file(daemon: RunningDaemon, client: openai.OpenAI) -> None:
-    health = httpx.get(f"{daemon.url}/health").json()
+    health = daemon.health()
     assert health["status"] == "ok" and health["adapter"] is None
     assert [m.id for m in client.models.list().data] == [health["model"]]
     assert stat.S_IMODE(os.stat(daemon.home / "token").st_mode) == 0o600
@@ -218,6 +218,9 @@ def test_other_hosts_and_bodies_without_the_token_are_refused_before_the_body_is
     assert r.status_code == 403 and r.json()["error"]["code"] == "forbidden_host"
     for host in (f"localhost:{port}", f"127.0.0.1:{port}", "localhost"):
         assert httpx.get(f"{daemon.url}/health", headers={"Host": host}).status_code == 200
+    # without the token /health says whether it serves, not what or the judge's errors
+    assert httpx.get(f"{daemon.url}/health").json() == {"status": "ok"}
+    assert {"model", "adapter", "jobs", "error"} <= set(daemon.health())
     # not JSON and no token: the token decides (once the body was parsed first: a 400)
     r = httpx.post(f"{daemon.url}/v1/chat/completions", content=b"{not json")
     assert r.status_code == 401 and r.json()["error"]["code"] == "invalid_api_key"
@@ -459,7 +462,7 @@ def test_a_judge_model_that_cannot_load_leaves_chat_serving_and_says_why(
     """Once ``/health`` said 503 "loading" forever and only the log knew why."""
     d = start_daemon(smollm2_gguf, tmp_path / "home", settings={"CLAWD_JUDGE_MODEL": "nope"})
     try:
-        health = httpx.get(f"{d.url}/health").json()
+        health = d.health()
         assert health["status"] == "ok", health
         assert "judge" in health["jobs"]["error"] and "nope" in health["jobs"]["error"]
         assert health["jobs"]["signals"] == {"enabled": False}

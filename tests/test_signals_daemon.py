@@ -79,12 +79,12 @@ def test_a_corrective_reply_becomes_a_signal_and_a_sample(daemon: RunningDaemon)
                 assert r.status_code == 400, (bad, r.status_code, r.text)
                 assert r.json()["error"]["param"] == "path.sid"
         assert c.get("/v1/signals", params={"status": "bogus"}).status_code == 400
-        health = httpx.get(f"{daemon.url}/health").json()
+        health = daemon.health()
         assert health["jobs"]["signals"]["enabled"] and health["jobs"]["signals"]["runs"] > 0
 
 
 def test_the_daemon_log_says_what_happened_not_every_job_run(daemon: RunningDaemon) -> None:
-    wait_for(lambda: httpx.get(f"{daemon.url}/health").json()["jobs"]["signals"]["runs"] >= 3)
+    wait_for(lambda: daemon.health()["jobs"]["signals"]["runs"] >= 3)
     log = daemon.log.read_text()
     assert "clawd on http://" in log
     assert "Running job" not in log and "executed successfully" not in log
@@ -96,7 +96,7 @@ def test_another_model_can_judge(smollm2_gguf: Path, tiny_qwen3_gguf: Path, tmp_
     judge = {**FAST_JOB, "CLAWD_JUDGE_MODEL": str(tiny_qwen3_gguf), "CLAWD_JUDGE_MODE": "generate"}
     d = start_daemon(smollm2_gguf, tmp_path / "judge-home", settings=judge)
     try:
-        jobs = httpx.get(f"{d.url}/health").json()["jobs"]
+        jobs = d.health()["jobs"]
         assert jobs["signals"]["judge"] == tiny_qwen3_gguf.name != smollm2_gguf.name
         assert jobs["signals"]["mode"] == "generate"
         with d.client() as c:
@@ -123,9 +123,7 @@ def test_kill_9_during_the_job_leaves_exactly_one_signal_set(
     try:
         with d.client() as c:
             turn = converse(c, "Tell me about the sea.", "That's wrong, try again.")
-        wait_for(
-            lambda: httpx.get(f"{d.url}/health").json()["jobs"]["signals"]["running"], every=0.05
-        )
+        wait_for(lambda: d.health()["jobs"]["signals"]["running"], every=0.05)
         time.sleep(0.3)
     finally:
         os.kill(d.proc.pid, signal.SIGKILL)

@@ -83,7 +83,7 @@ def test_the_daemon_survives_a_trainer_crash(daemon) -> None:
         pid = c.post("/v1/train").json()["pid"]
         wait_for(lambda: c.get("/v1/train").json()["runs"], timeout=120, every=0.1)
         os.kill(pid, signal.SIGKILL)
-        wait_for(lambda: not httpx.get(f"{daemon.url}/health").json()["jobs"]["training"])
+        wait_for(lambda: not daemon.health()["jobs"]["training"])
         assert httpx.get(f"{daemon.url}/health").status_code == 200
         r = c.post(
             "/v1/chat/completions",
@@ -169,7 +169,7 @@ def test_train_now_judges_the_waiting_replies_first(smollm2_gguf: Path, tmp_path
     d = start_daemon(smollm2_gguf, tmp_path / "home", settings=quiet)
     try:
         with d.client() as c:
-            wait_for(lambda: httpx.get(f"{d.url}/health").json()["jobs"]["signals"]["runs"] >= 1)
+            wait_for(lambda: d.health()["jobs"]["signals"]["runs"] >= 1)
             turn = converse(c, "How do I reverse a list in Python?", "No, that's wrong. Try again.")
             assert signal_of(c, turn) is None  # the job will not run for an hour
             r = c.post("/v1/train")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import httpx
 import pytest
 from textual.pilot import Pilot
 
@@ -178,4 +177,4 @@ def test_a_daemon_that_is_down_or_refuses_the_token_is_a_notification(
     assert any("cannot reach the daemon" in m and "clawd serve" in m for m in down)
     refused = asyncio.run(run(Client(daemon.url, "wrong-token")))
     assert any("refused the token" in m and "clawd token" in m for m in refused)
-    assert httpx.get(f"{daemon.url}/health").json()["status"] == "ok"
+    assert daemon.health()["status"] == "ok"

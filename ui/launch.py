@@ -19,15 +19,18 @@ from pathlib import Path
 
 import httpx
 
+from clawd.config import token_path
+
 
 class LaunchError(Exception):
     """No daemon answers and one could not be started; the message says why and what to do."""
 
 
-def health(url: str, timeout: float = 2.0) -> dict | None:
-    """The daemon's /health body, or None when nothing answers at ``url``."""
+def health(url: str, timeout: float = 2.0, token: str | None = None) -> dict | None:
+    """The daemon's /health body (all of it with ``token``), or None when nothing answers."""
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
     try:
-        resp = httpx.get(f"{url.rstrip('/')}/health", timeout=timeout)
+        resp = httpx.get(f"{url.rstrip('/')}/health", timeout=timeout, headers=headers)
         return resp.json()
     except (httpx.HTTPError, ValueError):
         return None
@@ -75,8 +78,10 @@ def ensure(
     else:
         proc = None
     deadline, last = time.monotonic() + wait_s, ""
+    path = token_path(home)
     while True:
-        body = health(url)
+        # with this home's token, a daemon that failed says why
+        body = health(url, token=path.read_text().strip() if path.exists() else None)
         state = (body or {}).get("status")
         if state == "ok":
             if proc is not None:

@@ -189,10 +189,13 @@ def create_app(daemon: Daemon) -> FastAPI:
     app.add_middleware(Guard, hosts=hosts, token=daemon.token)
     install_errors(app)
 
-    async def authorize(request: Request) -> Daemon:
+    def token_ok(request: Request) -> bool:
         header = request.headers.get("authorization", "")
         given = header[7:].strip() if header.lower().startswith("bearer ") else ""
-        if not given or not hmac.compare_digest(given.encode(), daemon.token.encode()):
+        return bool(given) and hmac.compare_digest(given.encode(), daemon.token.encode())
+
+    async def authorize(request: Request) -> Daemon:
+        if not token_ok(request):
             raise ApiError(
                 401,
                 "missing or wrong API key: send 'Authorization: Bearer <token>' "
@@ -202,8 +205,14 @@ def create_app(daemon: Daemon) -> FastAPI:
             )
         return daemon
 
-    @app.get("/health", summary="Liveness and model state (no token needed)")
-    async def health() -> JSONResponse:
+    @app.get(
+        "/health",
+        summary="Liveness (no token needed); with the token: model, adapter, jobs and errors",
+    )
+    async def health(request: Request) -> JSONResponse:
+        code = 200 if daemon.state == "ok" else 503
+        if not token_ok(request):  # anyone may ask whether it serves, nothing more
+            return JSONResponse({"status": daemon.state}, status_code=code)
         body = {
             "status": daemon.state,
             "model": daemon.model_name,
@@ -223,7 +232,7 @@ def create_app(daemon: Daemon) -> FastAPI:
                 "error": daemon.jobs_error or None,
             },
         }
-        return JSONResponse(body, status_code=200 if daemon.state == "ok" else 503)
+        return JSONResponse(body, status_code=code)
 
     @app.get("/v1/models", summary="The served model")
     async def models(d: Daemon = Depends(authorize)) -> dict:
