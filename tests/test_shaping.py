@@ -22,7 +22,7 @@ from clawd.serving.shaping import CLOSING, Shape, Shaper, limit_of, name_of, sha
         ("The user wants a 40-word answer at most.", (40, "words")),
         ("Don't write more than two paragraphs.", (2, "paragraphs")),
         ("The user prefers short answers.", (2, "sentences")),
-        ("Tl;dr, always.", (2, "sentences")),
+        ("Tl;dr, always.", (1, "sentences")),
         ("Write at least 3 sentences.", None),
         ("Explain things in detail.", None),
         ("Use three examples.", None),
@@ -52,6 +52,7 @@ def test_a_shape_opens_only_a_conversations_first_answer_and_keeps_the_tighter_l
     assert shape_of(texts, first_answer=True) == Shape("Ana,", 40, "words", False)
     assert shape_of(texts, first_answer=False).opening is None
     assert shape_of(["Check back with the user."], first_answer=True).closing
+    assert shape_of(["Finish by asking the user something back."], first_answer=True).closing
     assert not shape_of(["The user lives in Lisbon."], first_answer=True)
 
 
@@ -151,3 +152,6 @@ def test_the_engine_keeps_a_limit_and_asks_the_closing_question(smollm2: Engine)
             engine, "Tell me about Rome.", Shape(limit=1, unit="sentences", closing=True), seed
         )
         assert CLOSING in asked.content and asked.content.rstrip().endswith("?"), asked.content
+        # a client's max_tokens leaves room for the question: it is asked before they run out
+        tight = answer(engine, "Explain photosynthesis.", Shape(closing=True), seed, max_tokens=60)
+        assert CLOSING in tight.content and len(tight.response_token_ids) <= 60, tight.content

@@ -229,7 +229,7 @@ class Engine:
         reasoning, content = [], []
         finish, t0, ttft = "length", time.perf_counter(), None
 
-        def emit(text: str, sampled: bool = True) -> str:
+        def emit(text: str, sampled: bool = True, left: int | None = None) -> str:
             """Route ``text``; the shaper's verdict on the content it made."""
             r, c = think.push(text)
             if not (r or c):
@@ -242,7 +242,7 @@ class Engine:
             if not sampled:
                 shaper.forced(c)
                 return "go on"
-            return shaper.push(c)
+            return shaper.push(c, left)
 
         def force(text: str) -> bool:
             """Feed ``text`` to the model as if sampled, and serve it, if it fits the budget."""
@@ -286,7 +286,7 @@ class Engine:
                     if restart:
                         break  # the opening comes instead of the content's first token
                 out_ids.append(token)
-                verdict = emit(stops.push(detok.push(piece)))
+                verdict = emit(stops.push(detok.push(piece)), left=budget - len(out_ids))
                 if stops.stopped:
                     finish = "stop"
                     break
@@ -295,7 +295,7 @@ class Engine:
                     break
                 if verdict in ("end", "cut"):
                     finish = "stop" if verdict == "end" else "length"
-                    if verdict == "end":
+                    if verdict == "end" and len(out_ids) < budget:
                         out_ids.append(llm.token_eos())  # the shape said "stop here"
                     break
                 if len(out_ids) >= budget:

@@ -12,7 +12,8 @@ for the model are kept there too, from the memories in the answer's context:
   is reached. A sentence, line or paragraph limit counts them; a word limit ends at a sentence
   end when one more sentence of the mean length so far would pass it, or cuts at the limit
   itself (``finish_reason`` "length"). Vague brevity ("short", "brief", "concise", "tl;dr")
-  means at most two sentences. Nothing is counted or cut inside a code block;
+  means at most two sentences, "tl;dr" or "a one-liner" one. Nothing is counted or cut inside
+  a code block;
 - a **closing question** ("End with a question.", "Check back with the user."): an answer
   that ends without a question goes on with a new paragraph opened by "Would you like", which
   the model finishes, up to its first question mark.
@@ -37,6 +38,7 @@ from clawd.signals.phrasing import name_in
 VAGUE_SENTENCES = 2  # "keep it short": a sentence or two
 CLOSING = "\n\nWould you like"
 CLOSING_TOKENS = 48  # the most a closing question may take
+CLOSING_RESERVE = 32  # tokens kept for it when the answer has a token budget
 _CLOSING_WORDS = 8  # room a word limit keeps for the closing question
 
 _NUMBERS = {
@@ -84,10 +86,10 @@ _LIMIT = re.compile(
 _AT_LEAST = re.compile(r"\b(at least|minimum|min\.?|more than|over|longer than)\s+$", re.I)
 _NOT_MORE = re.compile(r"(\bno|\bnot|\bnever|n't)\b[^.]{0,20}\bmore than\s+$", re.I)
 _VAGUE = re.compile(
-    r"\b(short|shorter|brief|briefer|concise|succinct|terse|tl;?dr|to the point|"
-    r"one[- ]liners?|bite[- ]sized)\b",
+    r"\b(short|shorter|brief|briefer|concise|succinct|terse|to the point|bite[- ]sized)\b",
     re.I,
 )
+_ONE_LINE = re.compile(r"\b(tl;? ?dr|one[- ]liners?|(?:one|single)[- ]line(?:r|rs)?)\b", re.I)
 _NEGATED = re.compile(r"\b(not|never|don'?t|no|stop|less|too)\s+(\w+\s+){0,3}$", re.I)
 _NAMED = re.compile(
     r"\b(?i:address|call|refer to|greet) (?i:the user)(?i: as| by)?\s+[\"'“]?([A-Z][\w'’-]{0,30})"
@@ -96,7 +98,9 @@ _NAMED = re.compile(
 _NOT_A_NAME = {"The", "Their", "Name", "First", "Full", "By", "As", "Sir", "Madam"}
 _ASKS_BACK = re.compile(
     r"\b(end|finish|close|wrap)\w*\b[^.]{0,40}\bquestions?\b|\bfollow[- ]?up questions?\b"
-    r"|\bask (?:the user|me|them)\b[^.]{0,30}\b(questions?|if|whether|what)\b"
+    r"|\bask(?:ing)? (?:the user|me|them)\b[^.]{0,30}\b(questions?|if|whether|what)\b"
+    r"|\b(?:end|finish|close)\w* (?:\w+ )?by asking\b|\bquestions? back\b"
+    r"|\bask(?:ing)? (?:the user|me|them) (?:something|anything)\b"
     r"|\bcheck (?:back |in )*with (?:the user|me)\b|\bkeep the conversation going\b",
     re.I,
 )
@@ -150,8 +154,9 @@ def limit_of(text: str) -> tuple[int, str] | None:
         unit = g[2] or g[4] or g[7]
         if numbers and unit:
             return max(numbers), _unit(unit)
-    if re.search(r"\b(one|single)[- ]line(r|rs)?\b", text, re.I):
-        return 1, "sentences"
+    one = _ONE_LINE.search(text)
+    if one and not _NEGATED.search(text[: one.start()]):
+        return 1, "sentences"  # "tl;dr" is a one-line summary
     vague = _VAGUE.search(text)
     if vague and not _NEGATED.search(text[: vague.start()]):
         return VAGUE_SENTENCES, "sentences"
@@ -208,7 +213,9 @@ class Shaper:
     def _in_code(self) -> bool:
         return self.text.count("```") % 2 == 1
 
-    def push(self, piece: str) -> str:
+    def push(self, piece: str, tokens_left: int | None = None) -> str:
+        """The verdict on one more sampled ``piece``; ``tokens_left``: how many tokens the
+        answer may still take (a closing question is asked before they run out)."""
         if not piece:
             return "go on"
         before = self.text
@@ -217,16 +224,21 @@ class Shaper:
             self.closing_pieces += 1
             done = self._sentence_ended(before) or "\n" in piece
             return "end" if done or self.closing_pieces >= CLOSING_TOKENS else "go on"
+        if self._in_code():
+            return "go on"
         shape = self.shape
-        if not shape.limit or self._in_code():
+        ended = self._sentence_ended(before)
+        if shape.closing and tokens_left is not None and tokens_left <= CLOSING_RESERVE:
+            # room for the question is running out: ask it at this sentence's end, or now
+            if ended or tokens_left <= CLOSING_RESERVE // 2:
+                return "end"
+        if not shape.limit:
             return "go on"
         if shape.unit == "paragraphs":
-            if re.search(r"\S[ \t]*\n\s*\n\s*$", self.text) and not re.search(
-                r"\n\s*\n\s*$", before
-            ):
+            blank = re.compile(r"\n\s*\n\s*$")
+            if blank.search(self.text) and self.text.strip() and not blank.search(before):
                 self.ends += 1
             return "end" if self.ends >= shape.limit else "go on"
-        ended = self._sentence_ended(before)
         self.ends += ended
         if shape.unit == "sentences":
             return "end" if ended and self.ends >= shape.limit else "go on"

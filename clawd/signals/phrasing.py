@@ -235,9 +235,18 @@ _TAIL = re.compile(
 )
 
 
+# "Finish by asking me something back, would you?": a request with a tag, not a question
+_TAG_QUESTION = re.compile(
+    r",\s*(?:would|will|could|can|won'?t) you(?: please)?\s*\?+|,\s*(?:ok|okay|yeah|please)\s*\?+",
+    re.I,
+)
+
+
 def sentences(reply: str) -> list[list[str]]:
-    """The reply cut into sentences, and each into clauses at ", and" / "; " / " but "."""
+    """The reply cut into sentences, and each into clauses at ", and" / "; " / " but "; a
+    request with a question tag ("..., would you?") is a request."""
     out: list[list[str]] = []
+    reply = _TAG_QUESTION.sub(".", reply)
     protected = re.sub(r"\b(Mr|Mrs|Ms|Dr|Prof|St|e\.g|i\.e|vs)\.", r"\1<dot>", reply, flags=re.I)
     protected = re.sub(r"\btl;\s?dr\b", "tldr", protected, flags=re.I)
     for sentence in re.split(r"(?<=[.!?])\s+|\n+|(?<=[a-z])\.(?=[A-Z])", protected):
