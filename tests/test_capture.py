@@ -34,6 +34,7 @@ def test_the_new_users_reply_makes_a_name_and_a_length() -> None:
         ("stop using emojis", "format", "emojis"),
         ("Keep your answers under 50 words.", "length", "50"),
         ("Finish by asking me something back, would you? Always.", "other", "asking"),
+        ("My name's Katherine Ellis, but call me Kate.", "name", "Kate"),
     ],
 )
 def test_standing_statements_become_memories_that_keep_their_words(

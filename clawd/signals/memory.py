@@ -36,6 +36,7 @@ from typing import Any
 
 from clawd.signals.phrasing import (
     ABOUT_ME,
+    CALL_ME,
     EPHEMERAL,
     FACT,
     HABIT,
@@ -91,6 +92,7 @@ def capture(reply: str) -> list[Captured]:
         if not c.rstrip().endswith("?")
         and not ONE_OFF.search(c)
         and not NAME.search(c)  # "call me back": the rules found no name in it
+        and not name_in(c)  # a name the rules gave way to ("I'm Sam. Call me Alex.")
         and not HABIT.search(c)
         and contentful(tidy(c))
         and not any(n.clause == c for n in names)
@@ -151,6 +153,11 @@ def _by_rules(reply: str) -> list[Captured]:
         if kind == "other" and is_fact:
             kind = "fact"
         found.append(Captured(kind, text, clause))
+    names = [c for c in found if c.kind == "name"]
+    if len(names) > 1:  # "my name's Rosalind but please call me Roz": what they ask to be called
+        asked = [c for c in names if CALL_ME.search(c.clause)]
+        keep = (asked or names)[-1]
+        found = [c for c in found if c.kind != "name" or c is keep]
     seen: set[str] = set()
     out = []
     for c in found:

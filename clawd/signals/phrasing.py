@@ -340,7 +340,19 @@ def kind_of(clause: str) -> str:
     return "other"
 
 
+# what the user asks to be called wins over their full name ("My name is Nguyen Thi Linh, you
+# can call me Linh": Linh)
+CALL_ME = re.compile(
+    r"\b(?:call me|address me as|refer to me as|i go by|calls? me)\s+"
+    r"((?:(?:mr|mrs|ms|miss|dr|prof)\.?\s+)?[A-Za-z][\w'-]{1,30})",
+    re.IGNORECASE,
+)
+
+
 def name_in(clause: str) -> str | None:
+    m = CALL_ME.search(clause)
+    if m and m.group(1).lower() not in _NOT_CALLED:
+        return m.group(1)[:1].upper() + m.group(1)[1:]
     m = NAME.search(clause)
     if m and m.group(1).lower() not in _NOT_CALLED:
         return m.group(1)[:1].upper() + m.group(1)[1:]
