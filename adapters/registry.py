@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -79,6 +80,23 @@ def read_manifest(folder: Path) -> dict[str, Any]:
 MAX_ATTEMPTS = 3  # a sample in this many rejected runs stops waiting ("dropped")
 
 
+def _sync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _sync_tree(root: Path) -> None:
+    """fsync every file under ``root`` and every folder, deepest first."""
+    for folder, _, files in os.walk(root, topdown=False):
+        for name in files:
+            with open(Path(folder) / name, "rb") as fh:
+                os.fsync(fh.fileno())
+        _sync_dir(Path(folder))
+
+
 def add_candidate(
     store: Store,
     home: Path,
@@ -101,7 +119,9 @@ def add_candidate(
     }
     write_manifest(tmp, manifest)
     final = adapters_dir(home) / manifest["version"]
+    _sync_tree(tmp)  # on disk before the database says its samples are used (power loss)
     tmp.replace(final)  # the version appears whole or not at all
+    _sync_dir(final.parent)
     run_id = manifest["run_id"]
     with store.db.conn:
         store.db["adapters"].insert(
