@@ -46,6 +46,9 @@ class TrainerNotStarted(RuntimeError):
     """The trainer's process could not be started (its log folder or Python is missing...)."""
 
 
+IDLE_BACKOFF_MAX_S = 6 * 3600.0
+
+
 class Jobs:
     """The daemon's scheduled jobs and the one trainer process it may run at a time."""
 
@@ -156,12 +159,30 @@ class Jobs:
             return
         if self._store is None:
             self._store = Store.open(self.home)
+        if self._backing_off(self._store):
+            return
         kinds = LEARNABLE_KINDS[s.train_method]
         _, learnable = self._store.waiting_samples(kinds, self.model_sha256)
         if learnable >= s.train_min_samples and not why_no_run(
             self._store, s.train_method, s.train_replay, self.model_sha256
         ):  # a run the trainer would refuse is not started every minute
             self._scheduled("idle")
+
+    @staticmethod
+    def _backing_off(store: Store, now: float | None = None) -> bool:
+        """Whether the idle trigger waits after failed runs: 2, 4, 8... minutes after the
+        last of k failed runs in a row (at most 6 hours), so a run that cannot succeed is not
+        started every minute. The nightly run and "train now" never wait."""
+        failed, last = 0, 0.0
+        for run in store.db["training_runs"].rows_where(order_by="id desc", limit=12):
+            if run["status"] != "failed":
+                break
+            failed += 1
+            last = max(last, run["finished_at"] or run["started_at"] or 0.0)
+        if not failed:
+            return False
+        wait = min(60.0 * 2**failed, IDLE_BACKOFF_MAX_S)
+        return (now or time.time()) - last < wait
 
     def _scheduled(self, trigger: str) -> None:
         """A scheduled start: a trainer that cannot start becomes a ``train`` event (once per

@@ -54,3 +54,29 @@ def test_the_idle_trigger_starts_no_run_the_trainer_would_refuse(
         assert said.startswith("could not start the trainer (idle)")
     finally:
         jobs.stop()
+
+
+def test_the_idle_trigger_backs_off_after_failed_runs(home: Path) -> None:
+    """Once a run that could never succeed was started by the idle trigger every minute."""
+    with Store.open(home) as store:
+        assert not Jobs._backing_off(store)
+
+        def run(status: str, finished: float) -> None:
+            store.db["training_runs"].insert(
+                {"status": status, "started_at": finished - 5, "finished_at": finished}
+            )
+
+        run("succeeded", 1000.0)
+        assert not Jobs._backing_off(store, now=1001.0)
+        run("failed", 2000.0)  # one failure: 2 minutes
+        assert Jobs._backing_off(store, now=2000.0 + 119)
+        assert not Jobs._backing_off(store, now=2000.0 + 121)
+        run("failed", 3000.0)  # two in a row: 4 minutes
+        assert Jobs._backing_off(store, now=3000.0 + 239)
+        assert not Jobs._backing_off(store, now=3000.0 + 241)
+        for i in range(10):
+            run("failed", 4000.0 + i)
+        assert Jobs._backing_off(store, now=4009.0 + 6 * 3600 - 1)  # at most 6 hours
+        assert not Jobs._backing_off(store, now=4009.0 + 6 * 3600 + 1)
+        run("succeeded", 30000.0)
+        assert not Jobs._backing_off(store, now=30001.0)
