@@ -34,6 +34,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
+from clawd.serving import structured
 from clawd.serving.engine import Delta, GenParams, PromptTooLong, Result
 from clawd.serving.protocol import ApiError, CreateChatCompletionRequest
 from clawd.serving.shaping import Shape, shape_of
@@ -144,17 +145,27 @@ async def chat_completions(body: CreateChatCompletionRequest, request: Request) 
         )
     learn = _learn_header(request)
     use_memory = daemon.settings.memory and _memory_header(request)
+    form = structured.from_request(body.tools, body.tool_choice, body.response_format)
     messages = body.plain_messages()
     kwargs = dict(body.chat_template_kwargs or {})
     params = _params(body)
     used = _Memories([], [])
+    if form.grammar:  # the grammar holds from the first token: no thinking before it
+        params.grammar = form.grammar
+        kwargs.setdefault("enable_thinking", False)
 
     def prepare() -> list[int]:
         nonlocal used
         seen = messages
         if use_memory:
             seen, used = _with_memories(daemon, engine, messages)
-            params.shape = used.shape or None
+            # decoding's shape would break JSON or a call: the system message still holds them
+            params.shape = None if (form.grammar or form.tools) else used.shape or None
+        if form.tools:
+            if structured.renders_tools(engine.render, seen, form.tools):
+                kwargs["tools"] = form.tools
+            else:
+                seen = structured.with_tools_message(seen, form.tools)
         prompt = engine.tokenize(engine.render(seen, **kwargs))
         engine.check_fits(prompt, params.max_tokens)
         return prompt
@@ -194,7 +205,13 @@ async def chat_completions(body: CreateChatCompletionRequest, request: Request) 
         if not stored:
             record.abandon(daemon.store, ctx)
 
-    def store(result: Result) -> None:
+    def calls_of(result: Result) -> list[dict[str, Any]] | None:
+        calls = structured.parse_calls(result.content, form)
+        if calls:
+            result.finish_reason = "tool_calls"
+        return calls
+
+    def store(result: Result, calls: list[dict[str, Any]] | None) -> None:
         nonlocal stored
         record.record_turn(
             daemon.store,
@@ -205,6 +222,7 @@ async def chat_completions(body: CreateChatCompletionRequest, request: Request) 
             reasoning_text=result.reasoning,
             response_token_ids=result.response_token_ids,
             finish_reason=result.finish_reason,
+            tool_calls=calls,
             model=daemon.model_name,
             model_sha256=daemon.model_sha256,
             adapter_version=result.adapter_version,
@@ -214,8 +232,11 @@ async def chat_completions(body: CreateChatCompletionRequest, request: Request) 
                 "max_tokens": params.max_tokens,
                 "stop": params.stop,
                 "seed": params.seed,
-                "chat_template_kwargs": kwargs,
-                "shaped": used.shape.describe(),
+                "chat_template_kwargs": {k: v for k, v in kwargs.items() if k != "tools"},
+                "shaped": used.shape.describe() if params.shape else {},
+                "tools": form.names,
+                "tool_choice": form.choice,
+                "json": form.json_answer,
             },
             prompt_tokens=len(result.prompt_token_ids),
             completion_tokens=len(result.response_token_ids),
@@ -241,12 +262,15 @@ async def chat_completions(body: CreateChatCompletionRequest, request: Request) 
             result = outcome(item)
             if result.finish_reason == "cancelled":
                 return JSONResponse({}, status_code=499)
-            await asyncio.to_thread(store, result)
+            calls = calls_of(result)
+            await asyncio.to_thread(store, result, calls)
         finally:
             watcher.cancel()
             cancel.set()  # a no-op when finished; stops the worker if this task was cancelled
             abandoned()
         message: dict[str, Any] = {"role": "assistant", "content": result.content}
+        if calls:
+            message = {"role": "assistant", "content": None, "tool_calls": calls}
         if result.reasoning:
             message["reasoning_content"] = result.reasoning
         return JSONResponse(
@@ -285,13 +309,21 @@ async def chat_completions(body: CreateChatCompletionRequest, request: Request) 
     async def stream() -> AsyncIterator[str]:
         try:
             yield chunk({"role": "assistant", "content": ""})
+            # content that may turn out to be a tool call is held back until it is known
+            held, holding = "", bool(form.tools)
             while not isinstance(item := await events.get(), _Done):
                 delta = {}
                 if item.reasoning:
                     delta["reasoning_content"] = item.reasoning
-                if item.content:
-                    delta["content"] = item.content
-                yield chunk(delta)
+                text = item.content
+                if holding and text:
+                    held += text
+                    holding = form.choice == "required" or structured.may_be_call(held)
+                    text, held = ("", held) if holding else (held, "")
+                if text:
+                    delta["content"] = text
+                if delta:
+                    yield chunk(delta)
             try:
                 result = outcome(item)
             except Exception as exc:
@@ -303,7 +335,12 @@ async def chat_completions(body: CreateChatCompletionRequest, request: Request) 
                 return
             if result.finish_reason == "cancelled":
                 return
-            await asyncio.to_thread(store, result)  # stored before the client hears it is complete
+            calls = calls_of(result)
+            await asyncio.to_thread(store, result, calls)  # stored before the client hears it
+            if calls:
+                yield chunk({"tool_calls": [{"index": i, **c} for i, c in enumerate(calls)]})
+            elif held:
+                yield chunk({"content": held})
             yield chunk(
                 {},
                 result.finish_reason,

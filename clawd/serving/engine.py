@@ -56,6 +56,7 @@ class GenParams:
     stop: list[str] = field(default_factory=list)
     seed: int | None = None
     shape: Shape | None = None
+    grammar: str | None = None  # GBNF the answer must match (clawd.serving.structured)
 
 
 @dataclass
@@ -254,6 +255,11 @@ class Engine:
             return True
 
         vocab = llm._model.vocab
+        grammar = None
+        if params.grammar:
+            from llama_cpp import LlamaGrammar
+
+            grammar = LlamaGrammar.from_string(params.grammar, verbose=False)
         restart = True
         while restart and len(out_ids) < budget:
             restart = False
@@ -267,6 +273,7 @@ class Engine:
                 min_p=0.0,
                 repeat_penalty=1.0,
                 reset=True,
+                grammar=grammar,
             ):
                 if ttft is None:
                     ttft = (time.perf_counter() - t0) * 1000

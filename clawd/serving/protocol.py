@@ -58,6 +58,18 @@ class CreateChatCompletionRequest(BaseModel):
     chat_template_kwargs: dict[str, Any] | None = Field(
         None, description="Extra chat-template variables, e.g. {'enable_thinking': false}."
     )
+    tools: list[Any] | None = Field(
+        None, description="Functions the model may call (type 'function', name, parameters)."
+    )
+    tool_choice: str | dict[str, Any] | None = Field(
+        None, description="'none', 'auto', 'required' or {'type': 'function', 'function': ...}."
+    )
+    parallel_tool_calls: bool | None = Field(
+        None, description="Accepted; a required call is one call, an 'auto' answer may make more."
+    )
+    response_format: dict[str, Any] | None = Field(
+        None, description="{'type': 'text' | 'json_object' | 'json_schema', 'json_schema': ...}."
+    )
 
     @field_validator("stop")
     @classmethod

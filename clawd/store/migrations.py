@@ -256,6 +256,13 @@ def m005_memories(db: sqlite_utils.Database) -> None:
     db["turns"].add_column("memory_ids", str)  # JSON: the memories in this answer's context
 
 
+@migration
+def m006_tool_calls(db: sqlite_utils.Database) -> None:
+    # The calls an answer made (JSON, OpenAI's shape): part of the answer, and of the history
+    # hash that finds the turn a tool's result answers.
+    db["turns"].add_column("tool_calls", str)
+
+
 def applied(db: sqlite_utils.Database) -> list[str]:
     if "_migrations" not in db.table_names():
         return []

@@ -144,7 +144,9 @@ def abandon(store: Store, ctx: Context) -> None:
 def record_turn(store: Store, ctx: Context, **fields: Any) -> str:
     """Store one answered turn; returns its id (the response id the client sees)."""
     turn_id = fields.pop("id", None) or f"chatcmpl-{uuid.uuid4().hex}"
-    answer = {"role": "assistant", "content": fields["response_text"]}
+    answer: dict[str, Any] = {"role": "assistant", "content": fields["response_text"]}
+    if fields.get("tool_calls"):  # served as calls with no content: the client resends that
+        answer = {"role": "assistant", "content": "", "tool_calls": fields["tool_calls"]}
     row = {
         **fields,
         "id": turn_id,
@@ -154,7 +156,7 @@ def record_turn(store: Store, ctx: Context, **fields: Any) -> str:
         "learn": int(ctx.learn),
         "created_at": time.time(),
     }
-    for key in ("prompt_token_ids", "response_token_ids", "params", "memory_ids"):
+    for key in ("prompt_token_ids", "response_token_ids", "params", "memory_ids", "tool_calls"):
         if key in row and not isinstance(row[key], str):
             row[key] = json.dumps(row[key])
     with store.db.conn:

@@ -1,0 +1,185 @@
+"""Tools and structured output through the real daemon on SmolLM2 (its template shows no
+tools: the fallback format) with the official OpenAI client: required and named calls parse
+and fit their schema, stream as tool_calls deltas, a tool's result becomes the turn's next
+state; JSON mode and JSON schemas parse; what clawd cannot honour is a 400 naming the field.
+Were these fields dropped, the client would get prose and believe it was understood."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import openai
+import pytest
+
+from bench.daemon import RunningDaemon, start_daemon
+from clawd.serving import structured
+
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "The weather in a city",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "city": {"type": "string"},
+                "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+            },
+            "required": ["city", "unit"],
+        },
+    },
+}
+TIME = {
+    "type": "function",
+    "function": {
+        "name": "get_time",
+        "parameters": {"type": "object", "properties": {"zone": {"type": "string"}}},
+    },
+}
+ASK = [{"role": "user", "content": "What's the weather in Paris?"}]
+
+
+@pytest.fixture(scope="module")
+def daemon(smollm2_gguf: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningDaemon]:
+    d = start_daemon(smollm2_gguf, tmp_path_factory.mktemp("structured-home"))
+    yield d
+    d.stop()
+
+
+@pytest.fixture
+def client(daemon: RunningDaemon) -> openai.OpenAI:
+    return openai.OpenAI(base_url=f"{daemon.url}/v1", api_key=daemon.token, max_retries=0)
+
+
+def test_a_required_call_parses_fits_its_schema_and_its_result_is_the_next_state(
+    daemon: RunningDaemon, client: openai.OpenAI
+) -> None:
+    for seed in (1, 2, 3):
+        r = client.chat.completions.create(
+            model="clawd",
+            messages=ASK,
+            tools=[WEATHER, TIME],
+            tool_choice="required",
+            max_tokens=80,
+            seed=seed,
+        )
+        choice = r.choices[0]
+        assert choice.finish_reason == "tool_calls" and choice.message.content is None
+        [call] = choice.message.tool_calls
+        args = json.loads(call.function.arguments)
+        if call.function.name == "get_weather":
+            assert isinstance(args["city"], str) and args["unit"] in ("celsius", "fahrenheit")
+        else:
+            assert call.function.name == "get_time"
+    follow = [
+        *ASK,
+        choice.message.model_dump(exclude_none=True),
+        {"role": "tool", "tool_call_id": call.id, "content": "18 C and sunny"},
+    ]
+    after = client.chat.completions.create(model="clawd", messages=follow, max_tokens=8)
+    with daemon.client() as c:
+        cid = c.get("/v1/conversations").json()["data"][0]["id"]
+        turns = c.get(f"/v1/conversations/{cid}").json()["turns"]
+    assert [t["id"] for t in turns][-2:] == [r.id, after.id]
+    assert turns[-2]["next_state"] == {"role": "tool", "content": "18 C and sunny"} | {
+        k: v for k, v in turns[-2]["next_state"].items() if k not in ("role", "content")
+    }
+
+
+def test_a_named_call_streams_as_tool_call_deltas(client: openai.OpenAI) -> None:
+    stream = client.chat.completions.create(
+        model="clawd",
+        messages=ASK,
+        tools=[WEATHER, TIME],
+        tool_choice={"type": "function", "function": {"name": "get_time"}},
+        max_tokens=60,
+        stream=True,
+    )
+    chunks = [c for c in stream if c.choices]
+    calls = [d for c in chunks for d in (c.choices[0].delta.tool_calls or [])]
+    assert [c.function.name for c in calls] == ["get_time"]
+    assert isinstance(json.loads(calls[0].function.arguments), dict)
+    assert chunks[-1].choices[0].finish_reason == "tool_calls"
+    assert not any(c.choices[0].delta.content for c in chunks)
+
+
+def test_json_mode_and_a_json_schema_answer_parse(client: openai.OpenAI) -> None:
+    schema = {
+        "type": "object",
+        "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+        "required": ["name", "age"],
+    }
+    for seed in (1, 2):
+        r = client.chat.completions.create(
+            model="clawd",
+            messages=[{"role": "user", "content": "Invent a person."}],
+            response_format={"type": "json_schema", "json_schema": {"name": "p", "schema": schema}},
+            max_tokens=120,
+            seed=seed,
+        )
+        person = json.loads(r.choices[0].message.content)
+        assert isinstance(person["name"], str) and isinstance(person["age"], int)
+        any_json = client.chat.completions.create(
+            model="clawd",
+            messages=[{"role": "user", "content": "Three colours as JSON."}],
+            response_format={"type": "json_object"},
+            max_tokens=300,
+            seed=seed,
+        )
+        text, finish = any_json.choices[0].message.content, any_json.choices[0].finish_reason
+        if finish != "length":  # only a cut answer may be unfinished JSON (as OpenAI's)
+            assert isinstance(json.loads(text), dict | list), text
+
+
+def test_an_auto_answer_in_prose_stays_prose(client: openai.OpenAI) -> None:
+    r = client.chat.completions.create(
+        model="clawd", messages=ASK, tools=[WEATHER], max_tokens=30, seed=1
+    )
+    message = r.choices[0].message
+    if message.tool_calls:  # the model may call; then the call parses
+        assert json.loads(message.tool_calls[0].function.arguments) is not None
+    else:
+        assert message.content and r.choices[0].finish_reason in ("stop", "length")
+
+
+@pytest.mark.parametrize(
+    ("extra", "param"),
+    [
+        ({"tools": [{"type": "retrieval"}]}, "tools.0.type"),
+        ({"tools": [{"type": "function", "function": {}}]}, "tools.0.function.name"),
+        (
+            {"tools": [WEATHER], "tool_choice": {"type": "function", "function": {"name": "x"}}},
+            "tool_choice",
+        ),
+        ({"tool_choice": "required"}, "tool_choice"),
+        ({"tools": [WEATHER], "tool_choice": "always"}, "tool_choice"),
+        ({"response_format": {"type": "xml"}}, "response_format"),
+        ({"response_format": {"type": "json_schema"}}, "response_format.json_schema"),
+        (
+            {"response_format": {"type": "json_schema", "json_schema": {"schema": {"$ref": 1}}}},
+            "response_format.json_schema.schema",
+        ),
+    ],
+)
+def test_what_cannot_be_honoured_is_a_400_naming_the_field(
+    daemon: RunningDaemon, extra: dict, param: str
+) -> None:
+    with daemon.client() as c:
+        r = c.post("/v1/chat/completions", json={"messages": ASK, "max_tokens": 4, **extra})
+    assert r.status_code == 400, r.text
+    assert r.json()["error"]["param"] == param
+
+
+def test_calls_parse_only_whole_and_named() -> None:
+    form = structured.from_request([WEATHER], None, None)
+    ok = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>'
+    [call] = structured.parse_calls(ok, form) or []
+    assert call["function"]["name"] == "get_weather"
+    assert json.loads(call["function"]["arguments"]) == {"city": "Oslo"}
+    assert structured.parse_calls("It is sunny in Oslo.", form) is None
+    assert structured.parse_calls('<tool_call>{"name": "get_weather", "argu', form) is None
+    assert structured.parse_calls('<tool_call>{"name": "rm_rf", "arguments": {}}', form) is None
+    assert structured.may_be_call("  <tool") and not structured.may_be_call("Sunny")
+    assert structured.from_request([WEATHER], "none", None).tools == []
