@@ -223,3 +223,37 @@ def test_a_starting_job_reports_the_same_keys_with_unknowns(store: Store, judge:
     assert set(starting) == set(started) and starting["starting"] and not started["starting"]
     assert (starting["mode"], starting["pending"], started["mode"]) == (None, None, "generate")
     assert status_dict(None, store) == {"enabled": False}
+
+
+def test_a_tools_output_is_scored_by_its_own_rules_never_the_judge(store: Store) -> None:
+    """An agent's tool result is no person's reply: an error the call caused is -1, a result
+    that looks fine abstains (no sample), and no judge runs for either."""
+    from clawd.signals.job import process_turn
+    from clawd.signals.toolresult import tool_outcome
+
+    def called(output: str) -> str:
+        q = {"role": "user", "content": f"Run the tests ({time.time()})"}
+        call = [{"id": "c1", "type": "function", "function": {"name": "run", "arguments": "{}"}}]
+        ctx = record.begin(store, [q], None, True)
+        tid = record.record_turn(store, ctx, response_text="", tool_calls=call, model="m")
+        said = {"role": "assistant", "content": "", "tool_calls": call}
+        record.begin(
+            store, [q, said, {"role": "tool", "tool_call_id": "c1", "content": output}], None, True
+        )
+        turn = store.db["turns"].get(tid)
+        assert process_turn(store, Settings(), turn, scorer=None) == 1  # no judge needed
+        return tid
+
+    failed = called("Traceback (most recent call last):\n  ...\nKeyError: 'x'")
+    [sig] = signal_sets(store, failed)
+    assert sig["score"] == -1 and review.show_signal(store, sig["id"])["sample"]["kind"] == "rl"
+    [vote] = list(store.db["signal_votes"].rows_where("signal_id = ?", [sig["id"]]))
+    assert vote["kind"] == "tool" and "Traceback" in vote["raw_text"]
+    fine = called('{"passed": 12, "failed": 0}')
+    [sig] = signal_sets(store, fine)
+    assert sig["score"] == 0 and review.show_signal(store, sig["id"])["sample"] is None
+    assert [tool_outcome(t) for t in ("exit code 2", '{"error": "no city"}', "done")] == [
+        -1,
+        -1,
+        0,
+    ]

@@ -27,6 +27,7 @@ from typing import Any
 from clawd.config import Settings
 from clawd.signals.rules import Exchange, request_of
 from clawd.signals.scorer import Scorer, Vote, decision, make_scorer
+from clawd.signals.toolresult import tool_outcome
 from clawd.store.db import Store
 
 log = logging.getLogger("clawd.signals")
@@ -157,9 +158,12 @@ def process_turn(
         reply=content or "",
         role=role or "user",
     )
-    if fb is None and scorer is None:
+    if ex.role == "tool" and fb is None:  # a tool's output: its own rules, never the judge
+        votes: list[Vote] = [("tool", ex.reply[:4000], tool_outcome(ex.reply), None)]
+    elif fb is None and scorer is None:
         raise ValueError(f"turn {turn['id']} has no feedback and no judge was given")
-    votes: list[Vote] = [] if fb or scorer is None else scorer.assess(ex, turn["id"])
+    else:
+        votes = [] if fb or scorer is None else scorer.assess(ex, turn["id"])
     d = decision(s, ex, votes, feedback=(fb[0], fb[1]) if fb else None)
     now = time.time()
     try:

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from clawd.signals.probe import Probe
 
 Vote = tuple[str, str, int | None, str | None]  # kind, raw text, score, hint
-VOTE_KINDS = ("probe", "judge")  # the kinds whose score counts toward the majority
+VOTE_KINDS = ("probe", "judge", "tool")  # the kinds whose score counts toward the majority
 
 
 class Writer(Protocol):
