@@ -442,13 +442,14 @@ def table(report: dict[str, Any]) -> str:
             f"{s['plain']['tokens_per_s']} tok/s, ratio {s['ratio']}"
             + (f" (decode ratio {s['decode_ratio']})" if "decode_ratio" in s else "")
         )
-    if "outputs" in report:
-        o = report["outputs"]
-        lines.append(
-            f"tool outputs (n={o['n']}, {o['labels']}): wrong-sign {pct(o['wrong_sign'])}, "
-            f"caught {pct(o['caught'])}, misses {pct(o['misses'])}, "
-            f"ambiguous scored -1 {pct(o['ambiguous_scored_bad'])}"
-        )
+    for key, name in (("outputs", "tool outputs"), ("outputs_blind", "tool outputs, blind")):
+        if key in report:
+            o = report[key]
+            lines.append(
+                f"{name} (n={o['n']}, {o['labels']}): wrong-sign {pct(o['wrong_sign'])}, "
+                f"caught {pct(o['caught'])}, misses {pct(o['misses'])}, "
+                f"ambiguous scored -1 {pct(o['ambiguous_scored_bad'])}"
+            )
     return "\n".join(lines)
 
 
@@ -465,7 +466,8 @@ def main() -> None:
         ap.error(f"unknown parts: {sorted(unknown)}")
     tool_requests = read_jsonl(DATA / "tool_requests.jsonl")
     json_requests = read_jsonl(DATA / "json_requests.jsonl")
-    outputs = read_jsonl(DATA / "tool_outputs.jsonl")
+    outputs = read_jsonl(DATA / "tool_outputs.jsonl")  # read while the rules were widened
+    blind = read_jsonl(DATA / "tool_outputs_b.jsonl")  # written blind, never read for the rules
     check_schemas(tool_requests, json_requests)
 
     settings = load_settings()
@@ -481,6 +483,7 @@ def main() -> None:
             "json_requests": len(json_requests),
             "speed_prompts": len(SPEED_PROMPTS),
             "tool_outputs": len(outputs),
+            "tool_outputs_blind": len(blind),
         },
     }
     rows: dict[str, list[dict]] = {}
@@ -502,6 +505,7 @@ def main() -> None:
             d.stop(allow_server_errors=True)
     if "outputs" in parts:
         report["outputs"] = score_outputs(outputs)
+        report["outputs_blind"] = score_outputs(blind)
     report["rows"] = rows
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=1, ensure_ascii=False), encoding="utf-8")
