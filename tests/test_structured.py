@@ -183,3 +183,24 @@ def test_calls_parse_only_whole_and_named() -> None:
     assert structured.parse_calls('<tool_call>{"name": "rm_rf", "arguments": {}}', form) is None
     assert structured.may_be_call("  <tool") and not structured.may_be_call("Sunny")
     assert structured.from_request([WEATHER], "none", None).tools == []
+
+
+def test_bounds_and_strings_the_grammar_builder_lets_through_are_kept() -> None:
+    """Seen in bench/tools.py: a confidence of 101 with maximum 1, a raw newline in a string."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "stars": {"type": "integer", "minimum": 1, "maximum": 5},
+            "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+            "notes": {"type": "array", "items": {"type": "number", "minimum": 0}},
+            "comment": {"type": "string"},
+        },
+    }
+    form = structured.from_request(
+        None, None, {"type": "json_schema", "json_schema": {"name": "r", "schema": schema}}
+    )
+    assert 'stars ::= "1" | "2" | "3" | "4" | "5"' in form.grammar  # a small range: an enum
+    assert "\\x00-\\x1F" in form.grammar  # no raw control character inside a string
+    fixed = structured.fitted('{"stars": 4, "confidence": 101, "notes": [-2.5, 3]}', form)
+    assert json.loads(fixed) == {"stars": 4, "confidence": 1, "notes": [0.0, 3]}
+    assert structured.fitted('{"stars": 4, "confi', form) == '{"stars": 4, "confi'  # cut

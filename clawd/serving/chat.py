@@ -206,6 +206,7 @@ async def chat_completions(body: CreateChatCompletionRequest, request: Request) 
             record.abandon(daemon.store, ctx)
 
     def calls_of(result: Result) -> list[dict[str, Any]] | None:
+        result.content = structured.fitted(result.content, form)
         calls = structured.parse_calls(result.content, form)
         if calls:
             result.finish_reason = "tool_calls"

@@ -17,9 +17,12 @@ message in one documented format (``FALLBACK``). ``tool_choice``:
 - ``"required"`` or ``{"type": "function", "function": {"name"}}``: the answer is constrained
   by a grammar to one call of a given tool (of that one) with arguments that fit its schema.
 
-What clawd cannot honour is a 400 naming the field (a tool type other than ``function``, a
-named tool that is not among ``tools``, a schema the grammar builder rejects). A grammar keeps
-the answer free of thinking and of the memories' shaping (``clawd.serving.shaping``).
+The grammar keeps the JSON's shape and types; an integer range of up to 1000 values becomes an
+enum it keeps too, and any other number outside its ``minimum``/``maximum`` is brought to the
+bound after generation (``clamp``). What clawd cannot honour is a 400 naming the field (a tool
+type other than ``function``, a named tool that is not among ``tools``, a schema the grammar
+builder rejects). A grammar keeps the answer free of thinking and of the memories' shaping
+(``clawd.serving.shaping``).
 
 Run alone to print the grammar of a JSON schema::
 
@@ -29,6 +32,7 @@ Run alone to print the grammar of a JSON schema::
 from __future__ import annotations
 
 import json
+import math
 import re
 import sys
 import uuid
@@ -57,23 +61,88 @@ class Structure:
     choice: str = "none"  # "none", "auto" or "required" (a named tool: required of one)
     grammar: str | None = None  # GBNF the whole answer must match
     json_answer: bool = False  # response_format asks for JSON
+    schema: dict[str, Any] | None = None  # response_format's JSON schema, if one was given
 
     @property
     def names(self) -> list[str]:
         return [t["function"]["name"] for t in self.tools]
 
 
+# A JSON string holds no raw control character; llama.cpp's grammar builder allows them.
+_CHAR = re.compile(r'\[\^"\\\\\]')
+_JSON_CHAR = '[^"\\\\\\x7F\\x00-\\x1F]'
+_ENUM_MAX = 1000  # an integer range up to this many values becomes an enum the grammar keeps
+
+
+def _walk(schema: Any, fn: Any) -> Any:
+    """``schema`` with ``fn`` applied to every sub-schema, deepest first."""
+    if isinstance(schema, list):
+        return [_walk(x, fn) for x in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {}
+    for key, value in schema.items():
+        if key in ("properties", "$defs", "definitions") and isinstance(value, dict):
+            out[key] = {k: _walk(v, fn) for k, v in value.items()}
+        elif key in ("items", "additionalProperties", "not", "anyOf", "oneOf", "allOf"):
+            out[key] = _walk(value, fn)
+        elif key == "prefixItems":
+            out[key] = _walk(value, fn)
+        else:
+            out[key] = value
+    return fn(out)
+
+
+def _int_ranges_as_enums(schema: dict[str, Any]) -> dict[str, Any]:
+    lo, hi = schema.get("minimum"), schema.get("maximum")
+    if (
+        schema.get("type") == "integer"
+        and "enum" not in schema
+        and isinstance(lo, int | float)
+        and isinstance(hi, int | float)
+        and 0 <= hi - lo <= _ENUM_MAX
+    ):
+        return {**schema, "enum": list(range(math.ceil(lo), math.floor(hi) + 1))}
+    return schema
+
+
 def _grammar(schema: dict[str, Any] | None, param: str) -> str:
     from llama_cpp.llama_grammar import JSON_GBNF, LlamaGrammar, json_schema_to_gbnf
 
-    if schema is None:
-        return JSON_GBNF
     try:
-        text = json_schema_to_gbnf(json.dumps(schema))
+        if schema is None:
+            text = JSON_GBNF
+        else:
+            text = json_schema_to_gbnf(json.dumps(_walk(schema, _int_ranges_as_enums)))
+        text = _CHAR.sub(lambda _: _JSON_CHAR, text)
         LlamaGrammar.from_string(text, verbose=False)  # it must also load
     except Exception as exc:  # the builder's own words say which feature it cannot express
         raise _bad(f"cannot be turned into a grammar: {exc}", param) from None
     return text
+
+
+def clamp(value: Any, schema: Any) -> Any:
+    """``value`` with every number brought inside its schema's minimum/maximum (the grammar
+    keeps the JSON's shape and types, not a number's bounds)."""
+    if not isinstance(schema, dict):
+        return value
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int | float):
+        lo, hi = schema.get("minimum"), schema.get("maximum")
+        if isinstance(lo, int | float) and value < lo:
+            value = type(value)(lo) if isinstance(value, float) else math.ceil(lo)
+        if isinstance(hi, int | float) and value > hi:
+            value = type(value)(hi) if isinstance(value, float) else math.floor(hi)
+        return value
+    if isinstance(value, dict):
+        props = schema.get("properties") or {}
+        return {
+            k: clamp(v, props.get(k, schema.get("additionalProperties"))) for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [clamp(v, schema.get("items")) for v in value]
+    return value
 
 
 def _tools(raw: Any) -> list[dict[str, Any]]:
@@ -115,7 +184,7 @@ def from_request(
             if not isinstance(spec, dict) or not isinstance(spec.get("schema"), dict):
                 raise _bad("needs an object with a schema", "response_format.json_schema")
             st.grammar = _grammar(spec["schema"], "response_format.json_schema.schema")
-            st.json_answer = True
+            st.json_answer, st.schema = True, spec["schema"]
         elif kind != "text":
             raise _bad('type must be "text", "json_object" or "json_schema"', "response_format")
     if tools is None:
@@ -192,6 +261,10 @@ def parse_calls(content: str, st: Structure) -> list[dict[str, Any]] | None:
             or not isinstance(call.get("arguments", {}), dict)
         ):
             return None
+        params = next(
+            t["function"]["parameters"] for t in st.tools if t["function"]["name"] == call["name"]
+        )
+        call["arguments"] = clamp(call.get("arguments", {}), params)
         calls.append(
             {
                 "id": f"call_{uuid.uuid4().hex[:24]}",
@@ -203,6 +276,19 @@ def parse_calls(content: str, st: Structure) -> list[dict[str, Any]] | None:
             }
         )
     return calls
+
+
+def fitted(content: str, st: Structure) -> str:
+    """A JSON-schema answer with its numbers inside the schema's bounds (unchanged if they
+    were, or if it does not parse: a cut answer stays as cut)."""
+    if st.schema is None:
+        return content
+    try:
+        value = json.loads(content)
+    except ValueError:
+        return content
+    kept = clamp(value, st.schema)
+    return content if kept == value else json.dumps(kept, ensure_ascii=False)
 
 
 def may_be_call(text: str) -> bool:
