@@ -82,6 +82,7 @@ def test_only_a_harm_rejection_is_walked_back_and_the_first_point_that_passes_se
     assert (tmp / "adapter.gguf").read_text() == "whole" and not (tmp / "earlier").exists()
 
 
+@pytest.mark.slow  # 40-55 s: the default run stays near 20 minutes
 def test_a_harmful_update_serves_an_earlier_point_that_passes(
     tiny_qwen3_gguf: Path, home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -136,6 +137,7 @@ def test_a_harmful_update_serves_an_earlier_point_that_passes(
     assert a.keys() == b.keys() and all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
 
 
+@pytest.mark.slow  # 40-55 s: the default run stays near 20 minutes
 def test_when_no_earlier_point_passes_the_whole_update_is_rejected(
     tiny_qwen3_gguf: Path, home: Path
 ) -> None:

@@ -137,6 +137,7 @@ def test_lora_weights_change_and_base_weights_do_not(
     assert any("lora_B" in n for n in changed)  # B starts at zero: the adapter now acts
 
 
+@pytest.mark.slow  # 40-55 s: the default run stays near 20 minutes
 def test_exported_adapter_loads_in_llama_cpp_and_agrees_with_torch(
     any_gguf: Path, home: Path
 ) -> None:
@@ -171,6 +172,7 @@ def test_exported_adapter_loads_in_llama_cpp_and_agrees_with_torch(
     assert np.corrcoef(torch_delta, llama_delta)[0, 1] >= 0.95
 
 
+@pytest.mark.slow  # 40-55 s: the default run stays near 20 minutes
 def test_a_hint_to_answer_in_one_word_lowers_the_long_continuation(
     smollm2_gguf: Path, home: Path
 ) -> None:

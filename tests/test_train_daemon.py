@@ -55,6 +55,7 @@ def approved_sample(c: httpx.Client) -> None:
     wait_for(lambda: (signal_of(c, turn) or {}).get("sample"), timeout=240)
 
 
+@pytest.mark.slow  # 40-55 s: the default run stays near 20 minutes
 def test_train_through_rest_makes_a_candidate(daemon) -> None:
     with daemon.client() as c:
         r = c.post("/v1/train")
