@@ -107,7 +107,7 @@ class ChatPane(Horizontal):
             views.append(
                 MessageView(
                     "assistant",
-                    turn["response"] or "",
+                    calls_text(turn.get("tool_calls")) or turn["response"] or "",
                     reasoning=turn["reasoning"] or "",
                     response_id=turn["id"],
                     adapter=turn["adapter_version"],
@@ -363,3 +363,11 @@ class ChatPane(Horizontal):
         path.write_text(to_markdown(conv), encoding="utf-8")
         self.app.notify(f"Exported to {path}")
         return path
+
+
+def calls_text(calls: list[dict[str, Any]] | None) -> str:
+    """An answer that called tools, as the chat shows it: one line per call."""
+    return "\n".join(
+        f"called `{c['function']['name']}({c['function'].get('arguments', '')})`"
+        for c in calls or []
+    )

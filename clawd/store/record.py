@@ -213,6 +213,7 @@ def get_conversation(store: Store, conversation_id: str) -> dict[str, Any]:
                 "created_at": t["created_at"],
                 "messages": json.loads(t["prompt_messages"]),
                 "response": t["response_text"],
+                "tool_calls": json.loads(t.get("tool_calls") or "null"),  # OpenAI's shape
                 "reasoning": t["reasoning_text"],
                 "finish_reason": t["finish_reason"],
                 "model": t["model"],
