@@ -37,7 +37,7 @@ def test_a_run_in_another_process_is_seen_named_and_left_alone(home: Path) -> No
         assert who and f"pid {other.pid}" in who and "nightly" in who
         with pytest.raises(TrainingError, match=f"in progress \\(pid {other.pid}"):
             with run_lock(home, "manual"):
-                pass
+                raise AssertionError("a held lock was taken")
         unfinished = registry.adapters_dir(home) / ".tmp-live"
         unfinished.mkdir(parents=True)
         with Store.open(home) as store:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hmac
 import logging
 import threading
 import time
@@ -43,7 +42,7 @@ from clawd.models import ModelError, resolve, sha256_file
 from clawd.scheduler import Jobs, TrainerNotStarted, training_status
 from clawd.serving.chat import router as chat_router
 from clawd.serving.engine import Engine, EngineError
-from clawd.serving.errors import LOCAL_HOSTS, Guard, install_errors
+from clawd.serving.errors import LOCAL_HOSTS, Guard, bearer_ok, install_errors, unauthorized
 from clawd.serving.memories import router as memory_router
 from clawd.serving.protocol import ApiError, ConversationUpdate, FeedbackRequest
 from clawd.signals import review, standing
@@ -190,19 +189,11 @@ def create_app(daemon: Daemon) -> FastAPI:
     install_errors(app)
 
     def token_ok(request: Request) -> bool:
-        header = request.headers.get("authorization", "")
-        given = header[7:].strip() if header.lower().startswith("bearer ") else ""
-        return bool(given) and hmac.compare_digest(given.encode(), daemon.token.encode())
+        return bearer_ok(request.headers.get("authorization", ""), daemon.token)
 
     async def authorize(request: Request) -> Daemon:
         if not token_ok(request):
-            raise ApiError(
-                401,
-                "missing or wrong API key: send 'Authorization: Bearer <token>' "
-                "with the token printed by `clawd token`",
-                "invalid_request_error",
-                "invalid_api_key",
-            )
+            raise unauthorized()
         return daemon
 
     @app.get(

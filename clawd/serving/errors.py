@@ -78,6 +78,23 @@ def install_errors(app: FastAPI) -> None:
 MAX_BODY_BYTES = 8 * 2**20  # a request body larger than this is refused with 413
 
 
+def unauthorized() -> ApiError:
+    """The 401 of a request without the right token (routes raise it; ``Guard`` sends it)."""
+    return ApiError(
+        401,
+        "missing or wrong API key: send 'Authorization: Bearer <token>' with the token "
+        "printed by `clawd token`",
+        "invalid_request_error",
+        "invalid_api_key",
+    )
+
+
+def bearer_ok(header: str, token: str) -> bool:
+    """Whether an ``Authorization`` header carries ``token`` as its bearer (constant time)."""
+    given = header[7:].strip() if header.lower().startswith("bearer ") else ""
+    return bool(given) and hmac.compare_digest(given.encode(), token.encode())
+
+
 LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1"}
 PUBLIC_PATHS = {"/health", "/docs", "/redoc", "/openapi.json"}
 
@@ -107,11 +124,6 @@ class Guard:
     ) -> None:
         self.app, self.hosts, self.token, self.limit = app, hosts, token, limit
 
-    def _authorized(self, headers: dict[bytes, bytes]) -> bool:
-        given = headers.get(b"authorization", b"").decode("latin-1")
-        given = given[7:].strip() if given.lower().startswith("bearer ") else ""
-        return bool(given) and hmac.compare_digest(given.encode(), (self.token or "").encode())
-
     async def _refuse(self, scope: Any, receive: Any, send: Any) -> None:
         body = error_body(
             f"the request body is larger than {self.limit // 2**20} MiB",
@@ -138,13 +150,9 @@ class Guard:
         if scope["method"] in ("GET", "HEAD", "OPTIONS"):
             await self.app(scope, receive, send)
             return
-        if self.token and scope["path"] not in PUBLIC_PATHS and not self._authorized(headers):
-            err = error_body(
-                "missing or wrong API key: send 'Authorization: Bearer <token>' with the "
-                "token printed by `clawd token`",
-                "invalid_request_error",
-                "invalid_api_key",
-            )
+        given = headers.get(b"authorization", b"").decode("latin-1")
+        if self.token and scope["path"] not in PUBLIC_PATHS and not bearer_ok(given, self.token):
+            err = unauthorized().body
             await JSONResponse(err, status_code=401)(scope, receive, send)
             return
         declared = headers.get(b"content-length")
