@@ -1,11 +1,16 @@
-"""Daemon overhead: streamed tokens/s and time-to-first-token, daemon vs direct llama-cpp-python.
+"""Daemon overhead: time to the first content chunk and streamed tokens/s, daemon vs direct.
 
-Both arms use the same GGUF, the same prompts (a fresh one per round, so both evaluate it),
-greedy decoding, 256 new tokens and 2 threads; rounds alternate between the arms so machine
-noise hits both alike. A second part sends 8 concurrent clients x 20 requests and checks that
-none failed and every turn was recorded exactly once.
+The direct arm is llama-cpp-python's own streaming chat completion on the same GGUF, with the
+same prompt, greedy decoding and 2 threads. Each round sends a fresh prompt (neither arm has
+seen it: the whole prompt is evaluated) and then the same prompt again (the repeated case: the
+prompt is in the KV cache, one token is replayed), to both arms, the arm going first
+alternating between rounds so that machine noise hits both alike. TTFT is the time to the
+first chunk that carries content (the daemon's role chunk does not count); the daemon's own
+timeline of each request (``clawd.timings_ms``) says where its share went. A second part sends
+8 concurrent clients x 20 requests and checks that none failed and every turn was recorded
+exactly once.
 
-    .venv/bin/python bench/serve.py [--model PATH] [--rounds 5] [--out bench/results/serve.json]
+    .venv/bin/python bench/serve.py [--model PATH] [--rounds 9] [--out bench/results/serve.json]
 """
 
 from __future__ import annotations
@@ -27,21 +32,22 @@ from bench.daemon import start_daemon
 from clawd.config import clawd_home
 from clawd.models import resolve
 
-MAX_TOKENS = 256
+MAX_TOKENS = 256  # the fresh prompt's answer, over which tokens/s is measured
+REPEAT_TOKENS = 32  # the repeated prompt's (read to the end in both arms, as a client would)
 
 
 def prompt(i: int) -> list[dict]:
     return [{"role": "user", "content": f"Write a long story about a lighthouse keeper, part {i}."}]
 
 
-def direct(llm, messages: list[dict]) -> tuple[float, float, int]:
+def direct(llm, messages: list[dict], max_tokens: int) -> dict:
     t0 = time.perf_counter()
     first = last = None
     n = 0
     for chunk in llm.create_chat_completion(
         messages,
         temperature=0,
-        max_tokens=MAX_TOKENS,
+        max_tokens=max_tokens,
         stream=True,
         top_k=0,
         min_p=0.0,
@@ -51,20 +57,14 @@ def direct(llm, messages: list[dict]) -> tuple[float, float, int]:
             n += 1
             last = time.perf_counter()
             first = first or last
-    return (first - t0) * 1000, (n - 1) / (last - first), n
+    return {"ttft_ms": (first - t0) * 1000, "tokens_per_s": (n - 1) / (last - first)}
 
 
-def through_daemon(client: httpx.Client, messages: list[dict]) -> tuple[float, float, int]:
-    body = {
-        "messages": messages,
-        "temperature": 0,
-        "max_tokens": MAX_TOKENS,
-        "stream": True,
-        "stream_options": {"include_usage": True},
-    }
+def through_daemon(client: httpx.Client, messages: list[dict], max_tokens: int) -> dict:
+    body = {"messages": messages, "temperature": 0, "max_tokens": max_tokens, "stream": True}
     t0 = time.perf_counter()
     first = last = None
-    n = 0
+    n, timings = 0, {}
     with client.stream("POST", "/v1/chat/completions", json=body) as r:
         for line in r.iter_lines():
             if not line.startswith("data: {"):
@@ -74,7 +74,62 @@ def through_daemon(client: httpx.Client, messages: list[dict]) -> tuple[float, f
                 n += 1
                 last = time.perf_counter()
                 first = first or last
-    return (first - t0) * 1000, (n - 1) / (last - first), n
+            timings = data.get("clawd", {}).get("timings_ms", timings)
+    return {
+        "ttft_ms": (first - t0) * 1000,
+        "tokens_per_s": (n - 1) / (last - first),
+        "timings_ms": timings,
+    }
+
+
+def rounds(llm, client: httpx.Client, n: int) -> dict[str, dict[str, list[dict]]]:
+    """Per case (fresh, repeated) and arm, one row per round."""
+    arms = {
+        "direct": lambda m, k: direct(llm, m, k),
+        "daemon": lambda m, k: through_daemon(client, m, k),
+    }
+    rows = {case: {arm: [] for arm in arms} for case in ("fresh", "repeated")}
+    for i in range(n):
+        order = ["direct", "daemon"] if i % 2 == 0 else ["daemon", "direct"]
+        for case, max_tokens in (("fresh", MAX_TOKENS), ("repeated", REPEAT_TOKENS)):
+            for arm in order:
+                # the repeated case follows the arm's own answer to the same prompt
+                rows[case][arm].append(arms[arm](prompt(i), max_tokens))
+        print(
+            f"round {i}: "
+            + ", ".join(
+                f"{case} {arm} {rows[case][arm][-1]['ttft_ms']:.1f} ms"
+                for case in rows
+                for arm in order
+            ),
+            flush=True,
+        )
+    return rows
+
+
+def summary(rows: dict[str, dict[str, list[dict]]]) -> dict:
+    out = {}
+    for case, arms in rows.items():
+        med = {arm: statistics.median(r["ttft_ms"] for r in v) for arm, v in arms.items()}
+        added = [
+            b["ttft_ms"] - a["ttft_ms"] for a, b in zip(arms["direct"], arms["daemon"], strict=True)
+        ]
+        steps = arms["daemon"][0]["timings_ms"].keys()
+        out[case] = {
+            "ttft_ms": med,
+            # the median of the rounds' paired differences (each round: both arms, same prompt)
+            "added_ttft_ms": statistics.median(added),
+            "added_ttft_ms_per_round": [round(a, 1) for a in added],
+            "daemon_timeline_ms": {
+                k: statistics.median(r["timings_ms"].get(k, 0) for r in arms["daemon"])
+                for k in steps
+            },
+        }
+    fresh = rows["fresh"]
+    tps = {arm: statistics.median(r["tokens_per_s"] for r in v) for arm, v in fresh.items()}
+    out["tokens_per_s"] = tps
+    out["throughput_ratio"] = tps["daemon"] / tps["direct"]
+    return out
 
 
 def load_test(d, clients: int = 8, per_client: int = 20) -> dict:
@@ -121,7 +176,7 @@ def load_test(d, clients: int = 8, per_client: int = 20) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", type=Path, help="GGUF file (default: installed smollm2-135m)")
-    ap.add_argument("--rounds", type=int, default=5, help="alternating rounds per arm")
+    ap.add_argument("--rounds", type=int, default=9, help="alternating rounds per case")
     ap.add_argument("--out", type=Path, default=Path("bench/results/serve.json"))
     args = ap.parse_args()
     model = args.model or resolve("smollm2-135m", clawd_home())
@@ -130,34 +185,20 @@ def main() -> None:
 
     llm = Llama(str(model), n_ctx=2048, n_threads=2, verbose=False)
     d = start_daemon(model, Path(tempfile.mkdtemp(prefix="clawd-bench-")), n_ctx=2048)
-    rows = {"direct": [], "daemon": []}
     try:
         with d.client() as client:
-            through_daemon(client, prompt(-1))  # warm both arms
-            direct(llm, prompt(-1))
-            for i in range(args.rounds):
-                rows["direct"].append(direct(llm, prompt(i)))
-                rows["daemon"].append(through_daemon(client, prompt(i)))
-                print(f"round {i}: direct {rows['direct'][-1]}, daemon {rows['daemon'][-1]}")
+            through_daemon(client, prompt(-1), 8)  # warm both arms
+            direct(llm, prompt(-1), 8)
+            rows = rounds(llm, client, args.rounds)
         load = load_test(d)
     finally:
         d.stop()
-    med = {
-        arm: {
-            "ttft_ms": statistics.median(r[0] for r in v),
-            "tokens_per_s": statistics.median(r[1] for r in v),
-            "tokens": statistics.median(r[2] for r in v),
-        }
-        for arm, v in rows.items()
-    }
     result = {
         "date": time.strftime("%Y-%m-%d"),
         "model": model.name,
         "rounds": args.rounds,
-        "max_tokens": MAX_TOKENS,
-        "median": med,
-        "throughput_ratio": med["daemon"]["tokens_per_s"] / med["direct"]["tokens_per_s"],
-        "added_ttft_ms": med["daemon"]["ttft_ms"] - med["direct"]["ttft_ms"],
+        "max_tokens": {"fresh": MAX_TOKENS, "repeated": REPEAT_TOKENS},
+        **summary(rows),
         "load": load,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)

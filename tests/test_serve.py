@@ -435,27 +435,6 @@ def test_clawd_forget_and_token_commands(daemon: RunningDaemon, client: openai.O
     assert sneaky.returncode == 1 and "adapter" not in sneaky.stderr.lower(), sneaky.stderr
 
 
-def test_the_end_of_turn_token_is_part_of_the_served_tokens(smollm2_gguf: Path) -> None:
-    """'Stop here' is something a brevity preference must learn: the stored response ends with
-    the end-of-turn token the model produced, and the text does not show it."""
-    import llama_cpp
-
-    from clawd.serving.engine import Engine, GenParams, generate_blocking
-
-    engine = Engine(smollm2_gguf, n_ctx=512, n_threads=1)
-    engine.load()
-    try:
-        prompt = engine.tokenize(engine.render(HI))
-        result = generate_blocking(engine, prompt, GenParams(temperature=0, max_tokens=96))
-        vocab = engine.llm._model.vocab
-        ends = [bool(llama_cpp.llama_vocab_is_eog(vocab, t)) for t in result.response_token_ids]
-    finally:
-        engine.close()
-    assert result.finish_reason == "stop"
-    assert ends[-1] and not any(ends[:-1])  # the end-of-turn token closes the served tokens
-    assert "<|im_end|>" not in result.content and result.content.strip()
-
-
 def test_a_judge_model_that_cannot_load_leaves_chat_serving_and_says_why(
     smollm2_gguf: Path, tmp_path: Path
 ) -> None:

@@ -60,3 +60,11 @@ def test_thinking_splitter_streamed_one_char_at_a_time() -> None:
     parts = [s.push(ch) for ch in text] + [s.flush()]
     assert "".join(r for r, _ in parts) == "a</th>b"
     assert "".join(c for _, c in parts) == "answer"
+
+
+def test_a_model_without_a_thinking_tag_holds_nothing_back() -> None:
+    """'<' may begin '<think>' only for a model that has the tag; for any other it is text."""
+    held, free = ThinkingSplitter(), ThinkingSplitter(enabled=False)
+    assert held.push("<") == ("", "") and held.push("b>") == ("", "<b>")
+    assert free.push("<") == ("", "<") and free.push("think>x") == ("", "think>x")
+    assert free.push("   ") == ("", "   ")

@@ -71,11 +71,34 @@ def _usage(result: Result) -> dict[str, Any]:
     }
 
 
+def _timeline(marks: dict[str, float], result: Result) -> dict[str, float]:
+    """Milliseconds from the request's arrival to each step that came before its first
+    content reached the client: ``handler`` (body read and validated), ``prepared`` (prompt
+    rendered and tokenized), ``submitted`` (queued on the engine), ``started`` (the engine took
+    it), ``first_token`` (sampled), ``first_content`` (released by the text pipeline),
+    ``first_sent`` (handed to the server, streamed answers only). A step that never came is
+    left out."""
+    at = {
+        **marks,
+        "started": result.started_at,
+        "first_token": result.first_token_at,
+        "first_content": result.first_content_at,
+    }
+    t0 = at.pop("arrived")
+    steps = ("handler", "prepared", "submitted", "started", "first_token", "first_content")
+    return {k: round((at[k] - t0) * 1000, 2) for k in (*steps, "first_sent") if at.get(k)}
+
+
 def _clawd_extra(
-    conversation_id: str, result: Result, used: _Memories, captured: asyncio.Future | None
+    conversation_id: str,
+    result: Result,
+    used: _Memories,
+    captured: asyncio.Future | None,
+    marks: dict[str, float],
 ) -> dict[str, Any]:
     """clawd's own fields on a response: where it was stored, what produced it, the memories
-    in its context and those its request's reply made (if captured by now)."""
+    in its context and those its request's reply made (if captured by now), and where the
+    time to its first content went."""
     remembered: list[dict[str, Any]] = []
     if captured is not None and captured.done() and not captured.exception():
         remembered = notices(captured.result())
@@ -88,6 +111,7 @@ def _clawd_extra(
         "memories_left_out": used.left_out,
         "shaped": used.shape.describe(),
         "remembered": remembered,
+        "timings_ms": _timeline(marks, result),
     }
 
 
@@ -133,6 +157,8 @@ def _learn_header(request: Request) -> bool:
 
 @router.post("/v1/chat/completions", summary="Chat completion (OpenAI schema, SSE streaming)")
 async def chat_completions(body: CreateChatCompletionRequest, request: Request) -> Any:
+    now = time.perf_counter()
+    marks = {"arrived": getattr(request.state, "arrived", now), "handler": now}
     daemon = request.app.state.daemon
     engine = daemon.require_ready()
     conv_header = request.headers.get("x-clawd-conversation")
@@ -178,13 +204,7 @@ async def chat_completions(body: CreateChatCompletionRequest, request: Request) 
         raise _api_error(400, str(exc), "context_length_exceeded", "messages") from None
     except Exception as exc:  # a template that rejects these messages is the client's input
         raise _api_error(400, str(exc), "invalid_messages", "messages") from None
-    ctx = await asyncio.to_thread(record.begin, daemon.store, messages, conv_header, learn)
-    captured = None
-    if use_memory and ctx.learn and ctx.previous_turn_id:
-        # The reply this request carries may state a preference: captured beside the answer.
-        captured = asyncio.ensure_future(
-            asyncio.to_thread(_capture, daemon.store, ctx.previous_turn_id)
-        )
+    marks["prepared"] = time.perf_counter()
     turn_id = f"chatcmpl-{uuid.uuid4().hex}"
     created = int(time.time())
     loop = asyncio.get_running_loop()
@@ -197,6 +217,20 @@ async def chat_completions(body: CreateChatCompletionRequest, request: Request) 
         cancel=cancel,
         done=lambda r: loop.call_soon_threadsafe(events.put_nowait, _Done(r)),
     )
+    marks["submitted"] = time.perf_counter()
+    # The conversation is found and the reply linked while the engine already works: the
+    # answer needs neither before it is stored.
+    try:
+        ctx = await asyncio.to_thread(record.begin, daemon.store, messages, conv_header, learn)
+    except BaseException:
+        cancel.set()
+        raise
+    captured = None
+    if use_memory and ctx.learn and ctx.previous_turn_id:
+        # The reply this request carries may state a preference: captured beside the answer.
+        captured = asyncio.ensure_future(
+            asyncio.to_thread(_capture, daemon.store, ctx.previous_turn_id)
+        )
     headers = {"X-Clawd-Conversation": ctx.conversation_id}
     stored = False
 
@@ -289,7 +323,7 @@ async def chat_completions(body: CreateChatCompletionRequest, request: Request) 
                     }
                 ],
                 "usage": _usage(result),
-                "clawd": _clawd_extra(ctx.conversation_id, result, used, captured),
+                "clawd": _clawd_extra(ctx.conversation_id, result, used, captured, marks),
             },
             headers=headers,
         )
@@ -323,6 +357,7 @@ async def chat_completions(body: CreateChatCompletionRequest, request: Request) 
                     text, held = ("", held) if holding else (held, "")
                 if text:
                     delta["content"] = text
+                    marks.setdefault("first_sent", time.perf_counter())
                 if delta:
                     yield chunk(delta)
             try:
@@ -345,7 +380,7 @@ async def chat_completions(body: CreateChatCompletionRequest, request: Request) 
             yield chunk(
                 {},
                 result.finish_reason,
-                clawd=_clawd_extra(ctx.conversation_id, result, used, captured),
+                clawd=_clawd_extra(ctx.conversation_id, result, used, captured, marks),
             )
             if include_usage:
                 data = {

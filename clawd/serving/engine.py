@@ -32,7 +32,7 @@ from typing import Any
 
 from clawd.chattemplate import ChatTemplate, TemplateError
 from clawd.serving.shaping import CLOSING, Shape, Shaper
-from clawd.serving.textstream import Detokenizer, StopScanner, ThinkingSplitter
+from clawd.serving.textstream import THINK_OPEN, Detokenizer, StopScanner, ThinkingSplitter
 
 
 class EngineError(Exception):
@@ -78,6 +78,11 @@ class Result:
     adapter_version: str | None
     ttft_ms: float
     total_ms: float
+    # time.perf_counter() when the worker took the job, sampled the first token and released
+    # the first content (0.0: never), for the request's timeline (``Result.marks``)
+    started_at: float = 0.0
+    first_token_at: float = 0.0
+    first_content_at: float = 0.0
 
 
 @dataclass
@@ -99,6 +104,7 @@ class Engine:
         self.n_threads = n_threads or None
         self.adapter_version: str | None = None
         self.llm: Any = None
+        self.thinks = False  # set by load: whether the model has a <think> token
         # (priority, arrival, job): control jobs (adapter switches) go before waiting requests,
         # requests among themselves first come, first served.
         self._jobs: queue.PriorityQueue[tuple[int, int, _Job | None]] = queue.PriorityQueue()
@@ -130,6 +136,9 @@ class Engine:
         except TemplateError as exc:
             raise EngineError(str(exc)) from exc
         self.architecture = self.llm.metadata.get("general.architecture", "unknown")
+        # A model thinks in <think>...</think> only if the tag is a token of its own; for
+        # any other the text pipeline holds nothing back for it.
+        self.thinks = len(self.tokenize(THINK_OPEN)) == 1
         self._worker = threading.Thread(target=self._run, name="clawd-engine", daemon=True)
         self._worker.start()
 
@@ -223,12 +232,13 @@ class Engine:
         budget = self.check_fits(job.prompt, params.max_tokens)
         cached = llm.longest_token_prefix(llm._input_ids[: llm.n_tokens].tolist(), job.prompt)
         llm.set_seed(params.seed if params.seed is not None else random.getrandbits(31))
-        detok, stops, think = Detokenizer(), StopScanner(params.stop), ThinkingSplitter()
+        detok, stops, think = Detokenizer(), StopScanner(params.stop), ThinkingSplitter(self.thinks)
         shaper = Shaper(params.shape) if params.shape else None
         opening = params.shape.opening if params.shape else None
         out_ids: list[int] = []
         reasoning, content = [], []
         finish, t0, ttft = "length", time.perf_counter(), None
+        first: dict[str, float] = {}
 
         def emit(text: str, sampled: bool = True, left: int | None = None) -> str:
             """Route ``text``; the shaper's verdict on the content it made."""
@@ -237,6 +247,8 @@ class Engine:
                 return "go on"
             reasoning.append(r)
             content.append(c)
+            if c:
+                first.setdefault("content", time.perf_counter())
             job.on_delta(Delta(content=c, reasoning=r))
             if shaper is None or not c:
                 return "go on"
@@ -276,7 +288,8 @@ class Engine:
                 grammar=grammar,
             ):
                 if ttft is None:
-                    ttft = (time.perf_counter() - t0) * 1000
+                    first["token"] = time.perf_counter()
+                    ttft = (first["token"] - t0) * 1000
                 if job.cancel.is_set():
                     finish = "cancelled"
                     break
@@ -312,6 +325,8 @@ class Engine:
         if r or c:
             reasoning.append(r)
             content.append(c)
+            if c:
+                first.setdefault("content", time.perf_counter())
             job.on_delta(Delta(content=c, reasoning=r))
         total = (time.perf_counter() - t0) * 1000
         return Result(
@@ -324,6 +339,9 @@ class Engine:
             self.adapter_version,
             ttft or total,
             total,
+            t0,
+            first.get("token", 0.0),
+            first.get("content", 0.0),
         )
 
 

@@ -19,6 +19,7 @@ import hmac
 import json
 import logging
 import re
+import time
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -136,6 +137,8 @@ class Guard:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        # the request's arrival, where its timeline (``clawd.timings_ms``) starts
+        scope.setdefault("state", {})["arrived"] = time.perf_counter()
         headers = dict(scope["headers"])
         host = host_of(headers.get(b"host", b"localhost"))
         if self.hosts is not None and host not in self.hosts:

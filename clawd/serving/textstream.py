@@ -73,11 +73,13 @@ class ThinkingSplitter:
     """Routes streamed text into (reasoning, content) deltas.
 
     A response that starts with ``<think>`` (after optional whitespace) is in thinking mode
-    until ``</think>``; whitespace right after the closing tag is dropped.
+    until ``</think>``; whitespace right after the closing tag is dropped. ``enabled=False``
+    (a model whose vocabulary has no thinking tag) routes everything to content at once:
+    nothing is held back for a tag that model does not produce.
     """
 
-    def __init__(self) -> None:
-        self._state = "start"  # start -> thinking -> content
+    def __init__(self, enabled: bool = True) -> None:
+        self._state = "start" if enabled else "content"  # start -> thinking -> content
         self._buf = ""
 
     def push(self, text: str) -> tuple[str, str]:
