@@ -5,7 +5,9 @@ Same model (the served GGUF in torch), same LoRA (r 16 on every projection), sam
 The OPD+RL arm includes everything an update does: scoring ``old_lp`` and ``teacher_lp`` with
 the pre-update weights, the clipped-loss steps and the optimizer. The SFT arm is
 cross-entropy on the response tokens. Arms alternate for ``--rounds`` rounds; the ratio of
-median seconds per response token processed is the figure.
+median seconds per response token trained is the figure. The OPD+RL update may stop early at
+its trust region: its tokens are those of the steps it took (undone ones included, they cost
+the same), not the whole schedule's.
 
     .venv/bin/python bench/train.py [--rounds 3] [--epochs 2]
 """
@@ -52,14 +54,16 @@ def examples(tok, template: ChatTemplate, n: int) -> list[Example]:
     return out
 
 
-def opd_rl_update(base, cfg: train.TrainConfig, exs: list[Example]) -> float:
+def opd_rl_update(base, cfg: train.TrainConfig, exs: list[Example]) -> tuple[float, int]:
+    """Seconds of one whole update and the response tokens of the steps it took."""
     model = ppo.peft_model(base, cfg, None)
+    steps: list[dict] = []
     t0 = time.perf_counter()
     ppo.score_examples(model, exs, cfg)
-    ppo.train_steps(model, exs, cfg, lambda m: None)
+    ppo.train_steps(model, exs, cfg, steps.append)
     seconds = time.perf_counter() - t0
     model.unload()
-    return seconds
+    return seconds, sum(s["tokens"] for s in steps)
 
 
 def sft_update(base, cfg: train.TrainConfig, exs: list[Example]) -> float:
@@ -93,15 +97,18 @@ def main() -> None:
     base, tok = torchmodel.load(gguf, home)
     cfg = train.TrainConfig(epochs=args.epochs, batch_size=4)
     exs = examples(tok, ChatTemplate.from_gguf(gguf), args.samples)
-    tokens = args.epochs * sum(len(e.response_ids) for e in exs)
+    tokens = args.epochs * sum(len(e.response_ids) for e in exs)  # the whole schedule
     sft_update(base, cfg, exs)  # warm up allocators and kernels
-    rows = {"opd_rl": [], "sft": []}
+    rows: dict[str, list[float]] = {"opd_rl": [], "sft": []}
+    trained: list[int] = []
     for r in range(args.rounds):
-        rows["opd_rl"].append(opd_rl_update(base, cfg, exs) / tokens)
+        seconds, n = opd_rl_update(base, cfg, exs)
+        trained.append(n)
+        rows["opd_rl"].append(seconds / n)
         rows["sft"].append(sft_update(base, cfg, exs) / tokens)
         print(
-            f"round {r}: opd+rl {rows['opd_rl'][-1] * 1e3:.2f} ms/token, "
-            f"sft {rows['sft'][-1] * 1e3:.2f} ms/token"
+            f"round {r}: opd+rl {rows['opd_rl'][-1] * 1e3:.2f} ms/token ({n} of {tokens} "
+            f"tokens trained), sft {rows['sft'][-1] * 1e3:.2f} ms/token"
         )
     med = {k: statistics.median(v) for k, v in rows.items()}
     result = {
@@ -109,7 +116,8 @@ def main() -> None:
         "model": gguf.name,
         "samples": len(exs),
         "epochs": args.epochs,
-        "response_tokens_processed": tokens,
+        "response_tokens_scheduled": tokens,
+        "opd_rl_tokens_trained": trained,
         "threads": torch.get_num_threads(),
         "ms_per_token": {k: v * 1e3 for k, v in med.items()},
         "ratio": med["opd_rl"] / med["sft"],
