@@ -1,7 +1,7 @@
 """The gate's ability check on rates: false rejections of tiny updates, catches of collapses.
 
 Two kinds of real adapters for the default model (SmolLM2-135M), judged by the real gate
-(``adapters.gate.evaluate``, 32 general prompts, 64 tokens) and then by two rules on the same
+(``clawd.adapters.gate.evaluate``, 32 general prompts, 64 tokens) and then by two rules on the same
 greedy answers, side by side:
 
 - **nudges**: random LoRA weights at a small scale (KL to the base model about 0.003-0.02, the
@@ -14,9 +14,9 @@ greedy answers, side by side:
   rate rule; 8 are not.
 
 The rules: ``count`` (before: any prompt that loops with the adapter and not with the base
-model fails it) and ``rate`` (now: ``adapters.loops.general_ability``, an exact sign test on the
-prompts where the two differ). Both keep the distinct-openings check. Run alone (about 1 minute
-an adapter on 2 cores)::
+model fails it) and ``rate`` (now: ``clawd.adapters.loops.general_ability``, an exact sign
+test on the prompts where the two differ). Both keep the distinct-openings check. Run alone
+(about 1 minute an adapter on 2 cores)::
 
     python -m bench.gate                         # 8 nudges, 6 collapsed
     python -m bench.gate --nudges 4 --collapsed 3 --out docs/bench/gate.json
@@ -31,10 +31,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from adapters import gate, loops
-from bench.adapterkit import fit_answer, make_adapter
+from clawd.adapters import gate, loops
 from clawd.chattemplate import ChatTemplate
 from clawd.models import resolve
+from fixtures.adapterkit import fit_answer, make_adapter
 
 SCALES = (0.01, 0.02)  # random-nudge scales (KL to base measured in the results)
 LOOPS = ("I'm sorry, I'm sorry, I'm sorry, I'm sorry.", " 1." * 16, "A: A: A: A: A: A: A:")

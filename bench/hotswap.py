@@ -30,10 +30,10 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.adapterkit import register
-from bench.daemon import start_daemon
 from clawd.config import clawd_home
 from clawd.models import resolve
+from fixtures.adapterkit import register
+from fixtures.daemon import start_daemon
 
 TOPICS = ["the sea", "a forest", "the moon", "a city at night"]
 

@@ -54,13 +54,13 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import users
-from bench.daemon import drop_adapter_weights, start_daemon
 from bench.learnloop import Loop
 from bench.learnreport import plot, report
 from bench.learnsetup import CONFIGS, METHODS, Config
 from bench.personas import PERSONAS, Persona
 from clawd.config import clawd_home
 from clawd.models import resolve
+from fixtures.daemon import drop_adapter_weights, start_daemon
 
 _BASE_LOCKS: dict[tuple[str, int], threading.Lock] = {}
 

@@ -14,10 +14,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.daemon import RunningDaemon
 from bench.learnreport import looping
 from bench.learnsetup import Config
 from bench.personas import Persona, SimulatedUser
+from fixtures.daemon import RunningDaemon
 
 
 class Loop:

@@ -4,7 +4,7 @@ how many held-out answers loop.
 A checker measures the preference, not the answer: "I'm here to help with anything you're
 looking for. I'm here to help ..." speaks to the user as "you", over and over. So each
 evaluation also records which held-out answers loop (``looping``, on the model's llama.cpp
-tokens: the gate's own rule, ``adapters.loops.degeneration``, or one phrase said again and
+tokens: the gate's own rule, ``clawd.adapters.loops.degeneration``, or one phrase said again and
 again over half the answer, ``restated``, which the gate's rule misses), and ``loops`` tables
 them beside the compliance.
 
@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from adapters.loops import degeneration
+from clawd.adapters.loops import degeneration
 
 # One phrase said again and again: an answer of 16 tokens or more with at least RESTATED_SHARE
 # of them inside a RESTATED_N-token phrase said RESTATED_TIMES times or more. The gate's rule
@@ -204,7 +204,7 @@ def tokenize(texts: list[str], model: Path) -> list[list[int]]:
 
 def looping(texts: list[str], model: Path) -> list[int]:
     """The indices of ``texts`` that loop or are empty on ``model``'s tokens: by the gate's rule
-    (``adapters.loops.degeneration``; the answers' end-of-turn tokens are already gone), or
+    (``clawd.adapters.loops.degeneration``; the answers' end-of-turn tokens are already gone), or
     with one phrase said over and over (``restated`` at least ``RESTATED_SHARE``)."""
     tokens = tokenize(texts, model)
     said = {i for i, t in enumerate(tokens) if len(t) >= 16 and restated(t) >= RESTATED_SHARE}

@@ -19,8 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.daemon import start_daemon
 from clawd.models import resolve
+from fixtures.daemon import start_daemon
 
 MEMORIES = [
     "Address the user as Ana.",

@@ -3,7 +3,7 @@
 Same model, same samples (``--samples`` approved, hinted and negatively rewarded answers), same
 settings; each run starts from a copy of one prepared CLAWD_HOME, so both train the same
 inputs from the same start. The Ray arm runs on a real single-node cluster on loopback
-(``bench.raycluster``) that the benchmark starts, with the task asking for every core, so the
+(``fixtures.raycluster``) that the benchmark starts, with the task asking for every core, so the
 update itself has the same threads in both arms and the difference is what Ray adds:
 connecting, shipping clawd's code and the model, starting a worker, streaming steps and
 returning the folder. Arms alternate for ``--rounds`` rounds after one warm-up run each (the
@@ -25,12 +25,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.raycluster import start_cluster
-from bench.samples import add_sample
 from clawd.config import Settings, clawd_home
 from clawd.models import resolve
 from clawd.store.db import Store
 from clawd.training import run as train
+from fixtures.raycluster import start_cluster
+from fixtures.samples import add_sample
 
 QUESTIONS = [
     "What is the capital of France?",

@@ -28,9 +28,9 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.daemon import start_daemon
 from clawd.config import clawd_home
 from clawd.models import resolve
+from fixtures.daemon import start_daemon
 
 MAX_TOKENS = 256  # the fresh prompt's answer, over which tokens/s is measured
 REPEAT_TOKENS = 32  # the repeated prompt's (read to the end in both arms, as a client would)

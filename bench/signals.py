@@ -23,9 +23,9 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.daemon import start_daemon
 from clawd.config import clawd_home
 from clawd.models import resolve
+from fixtures.daemon import start_daemon
 
 counter = iter(range(1_000_000))
 

@@ -1,7 +1,7 @@
 """Tool use and structured output: do the daemon's tool calls and JSON answers parse and fit
 their schemas, what JSON mode costs in speed, and how well the rules read a tool's output.
 
-Four parts; the first three on the real daemon (``bench.daemon.start_daemon``) serving the
+Four parts; the first three on the real daemon (``fixtures.daemon.start_daemon``) serving the
 configured model, every request non-streamed with ``max_tokens`` 200 and a fixed seed (the
 daemon's sampling otherwise; Qwen3's thinking off unless ``--thinking``):
 
@@ -44,10 +44,10 @@ from typing import Any
 import httpx
 
 from bench.capture import share
-from bench.daemon import RunningDaemon, start_daemon
 from clawd.config import load_settings
 from clawd.models import resolve
 from clawd.signals.toolresult import tool_outcome
+from fixtures.daemon import RunningDaemon, start_daemon
 
 DATA = Path(__file__).parent / "data"
 MAX_TOKENS = 200

@@ -3,7 +3,7 @@
 - ``smollm2_gguf``: the SmolLM2-135M GGUF. Taken from the installed default model when
   install.sh put it there, otherwise pulled once (through the real pull code) into
   ``.cache/test-models``.
-- ``tiny_qwen3_gguf``: a random-weight Qwen3 written by ``clawd.tinymodel`` for this session.
+- ``tiny_qwen3_gguf``: a random-weight Qwen3 written by ``fixtures.tinymodel`` for this session.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 
 from clawd.config import clawd_home
 from clawd.models import installed, pull
-from clawd.training.config import openmp_env
+from clawd.threads import openmp_env
 
 # The tests train in this process: its OpenMP threads wait as a trainer's do (set before torch
 # loads). Beside a busy machine the default spinning made these tests 5-8 times slower.
@@ -52,7 +52,7 @@ def smollm2_gguf() -> Path:
 
 @pytest.fixture(scope="session")
 def tiny_qwen3_gguf(smollm2_gguf: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from clawd.tinymodel import write_tiny_qwen3
+    from fixtures.tinymodel import write_tiny_qwen3
 
     return write_tiny_qwen3(tmp_path_factory.mktemp("tiny") / "tiny-qwen3.gguf", smollm2_gguf)
 
@@ -77,10 +77,10 @@ def lived_in_daemon(smollm2_gguf: Path, torch_cache: Path, tmp_path_factory):
     The signal job runs every second; automatic promotion is off, so tests decide what serves.
     Yields ``(daemon, version)``.
     """
-    from bench.daemon import start_daemon
     from clawd.config import Settings
     from clawd.store.db import Store
     from clawd.training import run as train
+    from fixtures.daemon import start_daemon
     from tests.test_train import add_sample, small
 
     home = tmp_path_factory.mktemp("lived-in")

@@ -14,10 +14,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from adapters import registry
-from bench.adapterkit import register
-from bench.daemon import RunningDaemon, start_daemon
+from clawd.adapters import registry
 from clawd.store.db import Store
+from fixtures.adapterkit import register
+from fixtures.daemon import RunningDaemon, start_daemon
 
 Q = [{"role": "user", "content": "Tell me something about the sea."}]
 NO_AUTO = {"CLAWD_AUTO_ACTIVATE": "false"}
@@ -236,8 +236,8 @@ def test_the_base_model_chosen_by_the_user_sticks(
 ) -> None:
     """`clawd adapters base` is not undone by the promoter; a later run's candidate still is
     promoted."""
-    from adapters import promote
     from clawd.models import sha256_file
+    from clawd.serving import promote
     from clawd.serving.engine import Engine
 
     home = tmp_path / "home"
@@ -263,8 +263,8 @@ def test_a_run_going_during_a_rollback_does_not_undo_it(
 ) -> None:
     """Once the child of the rolled-back adapter, finished by a run that was already going,
     was promoted within seconds of the rollback."""
-    from adapters import promote
     from clawd.models import sha256_file
+    from clawd.serving import promote
     from clawd.serving.engine import Engine
 
     home = tmp_path / "home"
@@ -293,8 +293,8 @@ def test_concurrent_switches_leave_engine_and_database_agreeing(
 ) -> None:
     """The REST route and the promoter switch from different threads: one active row, and the
     engine serves exactly what the database names."""
-    from adapters import promote
     from clawd.models import sha256_file
+    from clawd.serving import promote
     from clawd.serving.engine import Engine
 
     home = tmp_path / "home"

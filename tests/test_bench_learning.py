@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from adapters.loops import degeneration
 from bench import learning, learnreport
-from bench.daemon import drop_adapter_weights
 from bench.learnreport import RESTATED_SHARE, count_loops, looping, loops, restated
 from bench.personas import EVAL_PROMPTS, INTERACTION_PROMPTS, PERSONAS, SimulatedUser
+from clawd.adapters.loops import degeneration
+from fixtures.daemon import drop_adapter_weights
 
 
 @pytest.mark.slow

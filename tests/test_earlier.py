@@ -11,11 +11,11 @@ import torch
 from safetensors.torch import load_file
 from typer.testing import CliRunner
 
-from bench.samples import add_sample
 from clawd.cli.main import app
 from clawd.store.db import Store
 from clawd.training import earlier
 from clawd.training import run as train
+from fixtures.samples import add_sample
 from tests.test_train import settings_for, shared_torch_cache, small  # noqa: F401 (a fixture)
 
 
@@ -88,7 +88,7 @@ def test_a_harmful_update_serves_an_earlier_point_that_passes(
 ) -> None:
     """The whole update is judged against a step limit of 0, which no update meets (the gate
     runs for real, with that limit); its earlier points against the run's own limit."""
-    from adapters import gate
+    from clawd.adapters import gate
 
     real, judged = gate.evaluate, []
 

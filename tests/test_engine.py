@@ -66,7 +66,8 @@ def test_a_stop_string_holds_back_only_what_may_begin_it(engine: Engine) -> None
     stop string itself is never sent."""
     free, _ = released(engine, GenParams(temperature=0, max_tokens=24, stop=["\x07never"]))
     assert free[0][1] == 0
-    whole = generate_blocking(engine, engine.tokenize(engine.render(HI)), GenParams(temperature=0, max_tokens=24))
+    prompt = engine.tokenize(engine.render(HI))
+    whole = generate_blocking(engine, prompt, GenParams(temperature=0, max_tokens=24))
     cut = whole.content[len(whole.content) // 2 :][:3]
     if cut.strip():
         stopped, result = released(engine, GenParams(temperature=0, max_tokens=24, stop=[cut]))

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from adapters.export import ExportError, export_gguf, permute_rows
-from bench.adapterkit import random_lora
+from clawd.adapters.export import ExportError, export_gguf, permute_rows
+from fixtures.adapterkit import random_lora
 
 TEXT = "The quick brown fox jumps over the lazy dog. Paris is the capital of France, and"
 
@@ -68,7 +68,7 @@ def test_the_rotary_permutation_is_needed_for_llama(
     smollm2_gguf: Path, torch_cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Without the q/k permutation the adapter still loads, and is measurably wrong."""
-    import adapters.export as export
+    import clawd.adapters.export as export
 
     peft, tok = lora_model(smollm2_gguf, torch_cache, seed=1)
     for name, p in peft.named_parameters():  # only q/k adapted: the permuted part

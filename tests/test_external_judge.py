@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from bench.daemon import free_port, start_daemon
 from clawd.signals.external import ExternalJudge, chat_url
 from clawd.signals.judge import JudgeError
 from clawd.signals.rules import Exchange
+from fixtures.daemon import free_port, start_daemon
 from tests.test_signals_daemon import FAST_JOB, converse, signal_of, wait_for
 
 TEA = Exchange(

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.adapterkit import register
-from bench.daemon import RunningDaemon, start_daemon
+from fixtures.adapterkit import register
+from fixtures.daemon import RunningDaemon, start_daemon
 
 EXAMPLES = 25  # generated requests per operation (and as many again on existing ids)
 

@@ -1,4 +1,4 @@
-"""The promotion gate (``adapters/gate.py``): drift, general ability and their verdicts, on
+"""The promotion gate (``clawd/adapters/gate.py``): drift, general ability and their verdicts, on
 the real tiny models and on token lists."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from adapters import gate
-from bench.adapterkit import fit_answer, make_adapter
+from clawd.adapters import gate
+from fixtures.adapterkit import fit_answer, make_adapter
 
 Q = [{"role": "user", "content": "Tell me something about the sea."}]
 OWN = [

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from adapters.gate import general_prompts
+from clawd.adapters.gate import general_prompts
 from clawd.chattemplate import ChatTemplate
 from clawd.training import torchmodel
 from clawd.training.greedy import cut_at_end, greedy_answers

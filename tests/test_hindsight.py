@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from adapters.gate import general_prompts
+from clawd.adapters.gate import general_prompts
 from clawd.chattemplate import ChatTemplate, teacher_messages
 from clawd.training import hindsight, torchmodel
 from clawd.training.config import TrainConfig

@@ -180,7 +180,7 @@ def test_forget_removes_every_copy_of_the_text(tiny_qwen3_gguf: Path, home: Path
     under CLAWD_HOME holds its words, and the answer says what went."""
     import os
 
-    from adapters import registry
+    from clawd.adapters import registry
 
     secret = "My neighbour's wifi password is hunter2-zebra."
     with Store.open(home) as store:

@@ -1,4 +1,4 @@
-"""Loops (``adapters/loops.py``): what the gate calls a degenerate answer, on token lists, and
+"""Loops (``clawd/adapters/loops.py``): what the gate calls a degenerate answer, on token lists, and
 the sampled check that a greedy loop is one a user would see, on the real tiny models."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from adapters import gate, loops
-from bench.adapterkit import fit_answer, make_adapter
+from clawd.adapters import gate, loops
 from clawd.serving.chat import DEFAULT_TEMPERATURE
+from fixtures.adapterkit import fit_answer, make_adapter
 from tests.test_gate import OWN, Q, _vocab
 
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from bench.adapterkit import register
-from bench.daemon import RunningDaemon, start_daemon
 from clawd.store.db import Store
+from fixtures.adapterkit import register
+from fixtures.daemon import RunningDaemon, start_daemon
 
 ANA = "Way too long. Please call me Ana, and keep answers to one line from now on."
 

@@ -108,8 +108,8 @@ def test_a_new_home_installs_the_embedded_default_on_first_serve(
 
     import httpx
 
-    from bench.daemon import free_port
     from clawd.models import ensure_embedded
+    from fixtures.daemon import free_port
 
     assert ensure_embedded("qwen3-4b", home, report=lambda m: None) is False  # hub: explicit
     assert not models_dir(home).exists()

@@ -12,12 +12,12 @@ import httpx
 import psutil
 import pytest
 
-from bench.daemon import start_daemon
-from bench.raycluster import Cluster, start_cluster
 from clawd.config import Settings
 from clawd.store.db import Store
 from clawd.training import remote
 from clawd.training import run as train
+from fixtures.daemon import start_daemon
+from fixtures.raycluster import Cluster, start_cluster
 from tests.test_signals_daemon import wait_for
 from tests.test_train import add_sample, small
 from tests.test_train_daemon import ended_run
@@ -291,7 +291,7 @@ def test_a_task_that_ended_is_never_cancelled_and_a_running_one_is(cluster: Clus
 def test_an_unreachable_cluster_fails_in_seconds_and_leaves_the_samples(
     tiny_qwen3_gguf: Path, home: Path
 ) -> None:
-    from bench.daemon import free_port
+    from fixtures.daemon import free_port
 
     ids = _samples(home, tiny_qwen3_gguf, n=1)
     address = f"127.0.0.1:{free_port()}"  # nothing listens there

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from adapters import registry
-from bench.adapterkit import register
-from bench.samples import add_sample
+from clawd.adapters import registry
 from clawd.models import sha256_file
 from clawd.store.db import Store
+from fixtures.adapterkit import register
+from fixtures.samples import add_sample
 
 
 @pytest.fixture
@@ -73,7 +73,7 @@ def test_reconcile_after_a_crash(
 def test_reconcile_survives_a_damaged_manifest_and_drops_an_unfinished_version(
     home: Path, store: Store, tiny_qwen3_gguf: Path, torch_cache: Path
 ) -> None:
-    from adapters import promote
+    from clawd.serving import promote
     from clawd.serving.engine import Engine
 
     register(home, tiny_qwen3_gguf, torch_cache, "a", seed=1)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import torch
 
-from adapters.gate import ABILITY_TOKENS, general_prompts
+from clawd.adapters.gate import ABILITY_TOKENS, general_prompts
 from clawd.chattemplate import ChatTemplate
 from clawd.training import ppo, torchmodel
 from clawd.training.batches import Example, collate

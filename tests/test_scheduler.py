@@ -1,4 +1,4 @@
-"""The daemon's jobs (clawd.scheduler): a scheduled start that cannot start the trainer, and
+"""The daemon's jobs (clawd.serving.scheduler): a scheduled start that cannot start the trainer, and
 the idle trigger that starts none the trainer would refuse."""
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ from typing import cast
 
 import pytest
 
-from bench.samples import add_sample
 from clawd.config import Settings
-from clawd.scheduler import Jobs, TrainerNotStarted
 from clawd.serving.engine import Engine
+from clawd.serving.scheduler import Jobs, TrainerNotStarted
 from clawd.store.db import Store
+from fixtures.samples import add_sample
 
 
 def test_a_scheduled_start_that_fails_is_one_event_and_tries_again(home: Path) -> None:

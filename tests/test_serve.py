@@ -14,7 +14,7 @@ import httpx
 import openai
 import pytest
 
-from bench.daemon import RunningDaemon, start_daemon
+from fixtures.daemon import RunningDaemon, start_daemon
 
 HI = [{"role": "user", "content": "Say hello."}]
 

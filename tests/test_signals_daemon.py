@@ -10,8 +10,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from bench.daemon import RunningDaemon, start_daemon
 from clawd.store.db import Store
+from fixtures.daemon import RunningDaemon, start_daemon
 
 FAST_JOB = {"CLAWD_SIGNALS_INTERVAL_S": "1", "CLAWD_JUDGE_MAX_TOKENS": "24"}
 

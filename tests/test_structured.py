@@ -13,8 +13,8 @@ from pathlib import Path
 import openai
 import pytest
 
-from bench.daemon import RunningDaemon, start_daemon
 from clawd.serving import structured
+from fixtures.daemon import RunningDaemon, start_daemon
 
 WEATHER = {
     "type": "function",
@@ -84,7 +84,7 @@ def test_a_required_call_parses_fits_its_schema_and_its_result_is_the_next_state
         turns = c.get(f"/v1/conversations/{cid}").json()["turns"]
     assert [t["id"] for t in turns][-2:] == [r.id, after.id]
     assert turns[-2]["tool_calls"][0]["function"]["name"] == call.function.name
-    from ui.chat import calls_text  # how the TUI shows a stored call
+    from clawd.ui.chat import calls_text  # how the TUI shows a stored call
 
     assert calls_text(turns[-2]["tool_calls"]).startswith(f"called `{call.function.name}(")
     assert turns[-2]["next_state"] == {"role": "tool", "content": "18 C and sunny"} | {

@@ -10,16 +10,16 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from bench.samples import LONG, QUESTION, add_sample, tokenize
 from clawd.chattemplate import ChatTemplate
 from clawd.cli.main import app
 from clawd.config import Settings
 from clawd.signals.rules import LEARNABLE_KINDS
 from clawd.signals.waiting import why_no_run
 from clawd.store.db import Store
+from clawd.threads import openmp_env, openmp_wait
 from clawd.training import ppo
 from clawd.training import run as train
-from clawd.training.config import openmp_env, openmp_wait
+from fixtures.samples import LONG, QUESTION, add_sample, tokenize
 from tests.test_export import llama_logprobs
 
 

@@ -10,7 +10,7 @@ import httpx
 import psutil
 import pytest
 
-from bench.daemon import start_daemon
+from fixtures.daemon import start_daemon
 from tests.test_signals_daemon import converse, signal_of, wait_for
 
 # Written votes of 8 tokens: quick on the tiny model, whose random states leave the probe mute.

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from adapters import registry
 from clawd import trainlock
+from clawd.adapters import registry
 from clawd.store.db import Store
 from clawd.training.run import TrainingError, run_lock
 

@@ -7,13 +7,13 @@ from pathlib import Path
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Sparkline, Static
 
-from bench.daemon import RunningDaemon
+from clawd.ui.adapters import AdaptersPane
+from clawd.ui.app import ClawdApp
+from clawd.ui.dialogs import ConfirmScreen
+from clawd.ui.why import WhyScreen, extremes, scale_of, token_style, why_text
+from fixtures.daemon import RunningDaemon
 from tests import uifixture
 from tests.uikit import drive, until
-from ui.adapters import AdaptersPane
-from ui.app import ClawdApp
-from ui.dialogs import ConfirmScreen
-from ui.why import WhyScreen, extremes, scale_of, token_style, why_text
 
 
 def test_gate_curves_why_activate_and_roll_back(
@@ -91,7 +91,7 @@ def test_why_colours_follow_the_sign_and_size_of_the_advantage() -> None:
 
 
 def test_the_gate_view_says_when_an_earlier_point_of_the_update_serves() -> None:
-    from ui.adapters import gate_text
+    from clawd.ui.adapters import gate_text
 
     summary = "the whole update (6 steps) failed general_ability; serving its first 3 steps"
     row = {

@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 from textual.pilot import Pilot
 
-from bench.daemon import RunningDaemon, free_port, start_daemon
+from clawd.ui.app import ClawdApp
+from clawd.ui.client import Client
+from clawd.ui.dialogs import ConfirmScreen, PromptScreen
+from clawd.ui.messages import Composer, MessageView
+from fixtures.daemon import RunningDaemon, free_port, start_daemon
 from tests.uikit import drive, until
-from ui.app import ClawdApp
-from ui.client import Client
-from ui.dialogs import ConfirmScreen, PromptScreen
-from ui.messages import Composer, MessageView
 
 
 @pytest.fixture(scope="module")

@@ -11,8 +11,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from bench.daemon import free_port
-from ui.launch import LaunchError, ensure, health
+from clawd.ui.launch import LaunchError, ensure, health
+from fixtures.daemon import free_port
 
 
 def test_starts_a_daemon_when_none_answers_then_finds_it(

@@ -8,11 +8,11 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import DataTable, ProgressBar, Static
 
-from bench.daemon import RunningDaemon
+from clawd.ui.app import ClawdApp
+from clawd.ui.learning import LearningPane, when
+from fixtures.daemon import RunningDaemon
 from tests.test_signals_daemon import converse, signal_of, wait_for
 from tests.uikit import drive, until
-from ui.app import ClawdApp
-from ui.learning import LearningPane, when
 
 
 @pytest.mark.slow

@@ -17,13 +17,13 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Collapsible, DataTable, Static
 
-from bench.daemon import RunningDaemon, start_daemon
+from clawd.ui.app import ClawdApp
+from clawd.ui.client import Client
+from clawd.ui.dialogs import ConfirmScreen, MemoryScreen
+from clawd.ui.messages import MessageView
+from fixtures.daemon import RunningDaemon, start_daemon
 from tests import uifixture
 from tests.uikit import drive, until
-from ui.app import ClawdApp
-from ui.client import Client
-from ui.dialogs import ConfirmScreen, MemoryScreen
-from ui.messages import MessageView
 
 
 @pytest.fixture(scope="module")

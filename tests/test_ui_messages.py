@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from clawd.ui.app import ClawdApp
+from clawd.ui.client import Client
+from clawd.ui.messages import Composer, MessageView, to_markdown
 from tests import uifixture
-from ui.app import ClawdApp
-from ui.client import Client
-from ui.messages import Composer, MessageView, to_markdown
 
 
 def test_markdown_export_keeps_turns_labels_thinking_and_feedback() -> None:

@@ -15,11 +15,11 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Collapsible, TextArea
 
+from clawd.ui.app import ClawdApp
+from clawd.ui.client import Client
+from clawd.ui.messages import Composer, MessageView
 from tests import uifixture
 from tests.uikit import until
-from ui.app import ClawdApp
-from ui.client import Client
-from ui.messages import Composer, MessageView
 
 
 @pytest.fixture(autouse=True)

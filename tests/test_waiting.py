@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from bench.samples import add_sample
 from clawd.signals.waiting import next_run, why_no_run
 from clawd.store.db import Store
+from fixtures.samples import add_sample
 
 
 @pytest.fixture

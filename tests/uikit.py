@@ -10,9 +10,9 @@ from typing import Any
 
 from textual.pilot import Pilot
 
-from bench.daemon import RunningDaemon
-from ui.app import ClawdApp
-from ui.client import Client
+from clawd.ui.app import ClawdApp
+from clawd.ui.client import Client
+from fixtures.daemon import RunningDaemon
 
 
 async def until(

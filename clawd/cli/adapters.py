@@ -29,7 +29,7 @@ adapters_app = typer.Typer(
 @adapters_app.command("list")
 def adapters_list() -> None:
     """List adapter versions with their status and gate verdict (* = active)."""
-    from adapters import registry
+    from clawd.adapters import registry
 
     with open_store() as store:
         rows = registry.list_adapters(store)
@@ -53,7 +53,7 @@ def adapters_list() -> None:
 @adapters_app.command("show")
 def adapters_show(version: str = typer.Argument(..., help="The adapter version.")) -> None:
     """Show an adapter: its manifest, the gate's figures, and the samples and hints behind it."""
-    from adapters import registry
+    from clawd.adapters import registry
 
     with open_store() as store:
         try:
@@ -128,7 +128,7 @@ def adapters_activate(
     force: bool = typer.Option(False, "--force", help="Activate even if the gate rejected it."),
 ) -> None:
     """Serve this adapter now (hot-loaded into the running daemon, no restart)."""
-    from adapters import registry
+    from clawd.adapters import registry
 
     def offline() -> str:
         with open_store() as store:
@@ -147,7 +147,7 @@ def adapters_activate(
 @adapters_app.command("rollback")
 def adapters_rollback() -> None:
     """Go back to the active adapter's parent (or the base model)."""
-    from adapters import registry
+    from clawd.adapters import registry
 
     def offline() -> str:
         with open_store() as store:
@@ -164,7 +164,7 @@ def adapters_rollback() -> None:
 @adapters_app.command("base")
 def adapters_base() -> None:
     """Serve the base model without any adapter (adapters are kept)."""
-    from adapters import registry
+    from clawd.adapters import registry
 
     def offline() -> str:
         with open_store() as store:
@@ -177,7 +177,7 @@ def adapters_base() -> None:
 @adapters_app.command("delete")
 def adapters_delete(version: str = typer.Argument(..., help="The adapter version.")) -> None:
     """Delete an adapter version (not the active one, nor its parent)."""
-    from adapters import registry
+    from clawd.adapters import registry
 
     with open_store() as store:
         try:
@@ -194,7 +194,7 @@ def adapters_export(
     dest: Path = typer.Option(Path("."), "--out", help="Target file or folder."),
 ) -> None:
     """Copy an adapter out of CLAWD_HOME for use elsewhere."""
-    from adapters import registry
+    from clawd.adapters import registry
 
     with open_store() as store:
         try:

@@ -216,7 +216,7 @@ def train_cmd(
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    from clawd.training.config import openmp_env
+    from clawd.threads import openmp_env
 
     os.environ.update(openmp_env(os.environ))  # before torch loads: how its threads wait
     from clawd.training import run as train

@@ -214,8 +214,8 @@ def chat(
     ),
 ) -> None:
     """Open the TUI: chat, review what clawd learns, and manage its adapters."""
-    from ui.app import run
-    from ui.launch import LaunchError
+    from clawd.ui.app import run
+    from clawd.ui.launch import LaunchError
 
     try:
         if url is None:  # the local daemon is started if needed: it needs its model first

@@ -4,7 +4,9 @@
 in the background (``/health`` answers 503 until it is ready). Every route but ``/health``
 needs the bearer token from ``CLAWD_HOME/token``. Errors are OpenAI-shaped JSON: 400 for bad
 input (naming the field), 401, 404, 503; a 500 only for our own faults, and the daemon stays up.
-The chat route itself lives in ``clawd.serving.chat``.
+The chat route lives in ``clawd.serving.chat``; feedback, conversations, signals and training in
+``clawd.serving.learnapi``, adapters in ``clawd.serving.adapterapi``, memories in
+``clawd.serving.memories``.
 
 Run alone (the same as ``clawd serve``)::
 
@@ -13,7 +15,6 @@ Run alone (the same as ``clawd serve``)::
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import threading
@@ -21,15 +22,10 @@ import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from fastapi import Depends, FastAPI, Query, Request
-from fastapi import Path as PathParam
+from fastapi import Depends, FastAPI, Request
 from fastapi.responses import JSONResponse
-from starlette.concurrency import run_in_threadpool
 
-from adapters import promote, registry
-from adapters.registry import AdapterError
-from adapters.routes import router as adapter_router
-from clawd import trainlock
+from clawd.adapters.registry import AdapterError
 from clawd.config import (
     Settings,
     clawd_home,
@@ -39,22 +35,20 @@ from clawd.config import (
     token_path,
 )
 from clawd.models import ModelError, resolve, sha256_file
-from clawd.scheduler import Jobs, TrainerNotStarted, training_status
+from clawd.serving import promote
+from clawd.serving.adapterapi import router as adapter_router
 from clawd.serving.chat import router as chat_router
 from clawd.serving.engine import Engine, EngineError
 from clawd.serving.errors import LOCAL_HOSTS, Guard, bearer_ok, install_errors, unauthorized
+from clawd.serving.learnapi import router as learn_router
 from clawd.serving.memories import router as memory_router
-from clawd.serving.protocol import ApiError, ConversationUpdate, FeedbackRequest
-from clawd.signals import review, standing
-from clawd.signals.job import feedback_signal, status_dict
-from clawd.signals.memory import notices, remember
-from clawd.signals.waiting import why_no_run
-from clawd.store import memories, record
+from clawd.serving.protocol import ApiError
+from clawd.serving.scheduler import Jobs
+from clawd.signals import standing
+from clawd.signals.job import status_dict
 from clawd.store.db import Store
 
 log = logging.getLogger("clawd")
-# Ids are SQLite integers: larger ones are refused at the edge (400 naming the field, never 500).
-SignalId = PathParam(..., ge=1, le=2**63 - 1, description="A signal id (see GET /v1/signals).")
 LOOPBACK = LOCAL_HOSTS
 
 
@@ -148,22 +142,6 @@ class Daemon:
         return self.engine
 
 
-def _remember_comment(d: Daemon, turn_id: str, comment: str) -> list[dict]:
-    """Memories from a feedback comment on ``turn_id``, unless its conversation is opted out
-    of learning; each as ``{"id", "text", "replaced"}``."""
-    turn = d.store.db["turns"].get(turn_id)
-    if not turn["learn"]:
-        return []
-    made = remember(
-        d.store,
-        comment,
-        source="feedback",
-        turn_id=turn_id,
-        conversation_id=turn["conversation_id"],
-    )
-    return notices(made)
-
-
 def create_app(daemon: Daemon) -> FastAPI:
 
     @contextlib.asynccontextmanager
@@ -239,126 +217,8 @@ def create_app(daemon: Daemon) -> FastAPI:
             ],
         }
 
-    @app.post("/v1/feedback", summary="Rate a response (+1/-1) with an optional comment")
-    async def feedback(body: FeedbackRequest, d: Daemon = Depends(authorize)) -> dict:
-        try:
-            fid = record.add_feedback(d.store, body.id, body.rating, body.comment)
-        except record.NotFound as exc:
-            raise ApiError(404, str(exc), "not_found_error", "unknown_id", "id") from None
-        # Explicit feedback needs no judge: its signal and sample are written now.
-        made = feedback_signal(d.store, d.settings, body.id)
-        remembered = []
-        if body.comment and d.settings.memory:
-            remembered = await asyncio.to_thread(_remember_comment, d, body.id, body.comment)
-        sample = d.store.db.execute(
-            "SELECT x.id, x.kind, x.status FROM samples x JOIN signals s ON s.id = x.signal_id "
-            "WHERE s.turn_id = ?",
-            [body.id],
-        ).fetchone()
-        return {
-            "id": fid,
-            "object": "feedback",
-            "response_id": body.id,
-            "signal": bool(made),
-            "sample": dict(zip(("id", "kind", "status"), sample, strict=True)) if sample else None,
-            "remembered": remembered,
-        }
-
-    @app.get("/v1/conversations", summary="Stored conversations, newest first")
-    async def conversations(d: Daemon = Depends(authorize)) -> dict:
-        return {"object": "list", "data": record.list_conversations(d.store)}
-
-    @app.get("/v1/conversations/{cid}", summary="A conversation with its turns")
-    async def conversation(cid: str, d: Daemon = Depends(authorize)) -> dict:
-        return record.get_conversation(d.store, cid)
-
-    @app.patch("/v1/conversations/{cid}", summary="Rename, or switch learning off or on")
-    async def patch_conversation(
-        cid: str, body: ConversationUpdate, d: Daemon = Depends(authorize)
-    ) -> dict:
-        record.update_conversation(d.store, cid, learn=body.learn, title=body.title)
-        return record.get_conversation(d.store, cid)
-
-    @app.delete("/v1/conversations/{cid}", summary="Forget a conversation")
-    def delete(cid: str, d: Daemon = Depends(authorize)) -> dict:
-        # a plain def: FastAPI runs it in a worker thread, so rewriting reports and the WAL
-        # checkpoint (up to seconds) never stall the streams on the event loop
-        made = memories.of_conversation(d.store, cid)
-        removed = record.delete_conversation(d.store, cid)
-        memories.delete(d.store, made)
-        removed["memories"] = len(made)
-        removed["reports"] = registry.scrub_reports(d.home, removed.pop("sample_ids"))
-        d.store.event("forget", f"deleted conversation {cid}", removed=removed)
-        return {"id": cid, "object": "conversation.deleted", "deleted": True, "removed": removed}
-
-    @app.get("/v1/signals", summary="Learning signals, newest first")
-    async def signals(
-        status: str | None = None,
-        limit: int = Query(50, ge=1, le=1000),
-        d: Daemon = Depends(authorize),
-    ) -> dict:
-        if status not in (None, "pending", "approved", "vetoed", "used", "dropped"):
-            raise ApiError(
-                400,
-                "status must be pending, approved, vetoed, used or dropped",
-                "invalid_request_error",
-                "invalid_value",
-                "status",
-            )
-        return {"object": "list", "data": review.list_signals(d.store, status, limit)}
-
-    @app.get("/v1/signals/{sid}", summary="A signal with its votes and sample")
-    async def signal(sid: int = SignalId, d: Daemon = Depends(authorize)) -> dict:
-        return review.show_signal(d.store, sid)
-
-    async def _set(sid: int, status: str, d: Daemon) -> dict:
-        try:
-            return review.set_status(d.store, sid, status)
-        except review.ReviewError as exc:
-            raise ApiError(409, str(exc), "invalid_request_error", "not_applicable") from None
-
-    @app.post("/v1/signals/{sid}/approve", summary="Let this signal's sample train")
-    async def approve(sid: int = SignalId, d: Daemon = Depends(authorize)) -> dict:
-        return await _set(sid, "approved", d)
-
-    @app.post("/v1/signals/{sid}/veto", summary="Never train on this signal's sample")
-    async def veto(sid: int = SignalId, d: Daemon = Depends(authorize)) -> dict:
-        return await _set(sid, "vetoed", d)
-
-    @app.get("/v1/train", summary="Training runs, the latest run's steps, the schedule")
-    async def train_status(d: Daemon = Depends(authorize)) -> dict:
-        return training_status(d.store, d.jobs, d.settings.train_method)
-
-    @app.post("/v1/train", summary="Start a training run now", status_code=202)
-    async def train_now(d: Daemon = Depends(authorize)) -> dict:
-        d.require_ready()
-        if d.jobs is None:
-            why = d.jobs_error or "the daemon's jobs are not running"
-            raise ApiError(503, why, "service_unavailable", "jobs_not_running")
-        method = d.settings.train_method
-        job = d.jobs.signal_job
-        if job is not None:  # "reply, then train now" trains on that reply
-            await run_in_threadpool(job.run_once, 1000, True)
-        why = why_no_run(d.store, method, d.settings.train_replay, d.model_sha256)
-        if why:
-            raise ApiError(409, why, "invalid_request_error", "nothing_to_train")
-        try:
-            pid = d.jobs.start_training("api")
-        except TrainerNotStarted as exc:
-            raise ApiError(503, str(exc), "service_unavailable", "trainer_not_started") from None
-        if pid is None:
-            who = trainlock.holder(d.home)
-            raise ApiError(
-                409,
-                "a training run is already in progress" + (f" ({who})" if who else ""),
-                "invalid_request_error",
-                "already_running",
-            )
-        return {"status": "started", "pid": pid}
-
-    app.include_router(chat_router, dependencies=[Depends(authorize)])
-    app.include_router(adapter_router, dependencies=[Depends(authorize)])
-    app.include_router(memory_router, dependencies=[Depends(authorize)])
+    for router in (chat_router, learn_router, adapter_router, memory_router):
+        app.include_router(router, dependencies=[Depends(authorize)])
     return app
 
 

@@ -23,12 +23,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import logging
 import threading
 import time
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -36,13 +35,12 @@ from fastapi.responses import JSONResponse, StreamingResponse
 
 from clawd.serving import structured
 from clawd.serving.engine import Delta, GenParams, PromptTooLong, Result
+from clawd.serving.memories import InContext, capture, memory_header, with_memories
 from clawd.serving.protocol import ApiError, CreateChatCompletionRequest
-from clawd.serving.shaping import Shape, shape_of
-from clawd.signals.memory import notices, remember_next_state
-from clawd.store import memories, record
+from clawd.signals.memory import notices
+from clawd.store import record
 
 router = APIRouter()
-log = logging.getLogger("clawd")
 DEFAULT_TEMPERATURE = 0.7
 
 
@@ -92,7 +90,7 @@ def _timeline(marks: dict[str, float], result: Result) -> dict[str, float]:
 def _clawd_extra(
     conversation_id: str,
     result: Result,
-    used: _Memories,
+    used: InContext,
     captured: asyncio.Future | None,
     marks: dict[str, float],
 ) -> dict[str, Any]:
@@ -115,35 +113,6 @@ def _clawd_extra(
     }
 
 
-@dataclass
-class _Memories:
-    ids: list[int]
-    left_out: list[int]
-    shape: Shape = field(default_factory=Shape)
-
-
-def _memory_header(request: Request) -> bool:
-    value = request.headers.get("x-clawd-memory", "1").strip().lower()
-    if value not in ("0", "1", "true", "false", "yes", "no"):
-        raise _api_error(400, "X-Clawd-Memory must be 0 or 1", "invalid_header", "X-Clawd-Memory")
-    return value in ("1", "true", "yes")
-
-
-def _with_memories(
-    daemon: Any, engine: Any, messages: list[dict[str, Any]]
-) -> tuple[list[dict[str, Any]], _Memories]:
-    """The messages the model answers (the client's, with the memories in the system block)
-    and what decoding keeps of the memories there."""
-    s = daemon.settings
-    rows = memories.in_prompt(daemon.store, s.memory_keep_learned)
-    block, ids, left = memories.system_block(
-        rows, lambda text: len(engine.tokenize(text)), s.memory_tokens
-    )
-    first = not any(m.get("role") == "assistant" for m in messages)
-    shape = shape_of([r["text"] for r in rows if r["id"] in ids], first_answer=first)
-    return memories.with_memories(messages, block), _Memories(ids, left, shape)
-
-
 def _api_error(status: int, message: str, code: str, param: str | None = None) -> Exception:
     return ApiError(status, message, "invalid_request_error", code, param)
 
@@ -157,109 +126,129 @@ def _learn_header(request: Request) -> bool:
 
 @router.post("/v1/chat/completions", summary="Chat completion (OpenAI schema, SSE streaming)")
 async def chat_completions(body: CreateChatCompletionRequest, request: Request) -> Any:
-    now = time.perf_counter()
-    marks = {"arrived": getattr(request.state, "arrived", now), "handler": now}
-    daemon = request.app.state.daemon
-    engine = daemon.require_ready()
-    conv_header = request.headers.get("x-clawd-conversation")
-    if conv_header is not None and not record.CONVERSATION_ID_RE.match(conv_header):
-        raise _api_error(
-            400,
-            'X-Clawd-Conversation must be 1-128 letters, digits or ._:- (no "..")',
-            "invalid_header",
-            "X-Clawd-Conversation",
-        )
-    learn = _learn_header(request)
-    use_memory = daemon.settings.memory and _memory_header(request)
-    form = structured.from_request(body.tools, body.tool_choice, body.response_format)
-    messages = body.plain_messages()
-    kwargs = dict(body.chat_template_kwargs or {})
-    params = _params(body)
-    used = _Memories([], [])
-    if form.grammar:  # the grammar holds from the first token: no thinking before it
-        params.grammar = form.grammar
-        kwargs.setdefault("enable_thinking", False)
+    turn = _Turn(body, request)
+    await turn.start()
+    return await turn.answer() if not body.stream else turn.streamed()
 
-    def prepare() -> list[int]:
-        nonlocal used
-        seen = messages
-        if use_memory:
-            seen, used = _with_memories(daemon, engine, messages)
+
+class _Turn:
+    """One request's answer, phase by phase: the request checked (``__init__``), the prompt
+    built and the generation queued (``start``), then the answer waited for whole (``answer``)
+    or streamed (``streamed``), and stored before the client hears its end."""
+
+    def __init__(self, body: CreateChatCompletionRequest, request: Request) -> None:
+        now = time.perf_counter()
+        self.marks = {"arrived": getattr(request.state, "arrived", now), "handler": now}
+        self.body, self.request = body, request
+        self.daemon = request.app.state.daemon
+        self.engine = self.daemon.require_ready()
+        self.conv_header = request.headers.get("x-clawd-conversation")
+        if self.conv_header is not None and not record.CONVERSATION_ID_RE.match(self.conv_header):
+            raise _api_error(
+                400,
+                'X-Clawd-Conversation must be 1-128 letters, digits or ._:- (no "..")',
+                "invalid_header",
+                "X-Clawd-Conversation",
+            )
+        self.learn = _learn_header(request)
+        self.use_memory = self.daemon.settings.memory and memory_header(request)
+        self.form = structured.from_request(body.tools, body.tool_choice, body.response_format)
+        self.messages = body.plain_messages()
+        self.kwargs = dict(body.chat_template_kwargs or {})
+        self.params = _params(body)
+        self.used = InContext([], [])
+        if self.form.grammar:  # the grammar holds from the first token: no thinking before it
+            self.params.grammar = self.form.grammar
+            self.kwargs.setdefault("enable_thinking", False)
+        self.turn_id = f"chatcmpl-{uuid.uuid4().hex}"
+        self.created = int(time.time())
+        self.events: asyncio.Queue[Delta | _Done] = asyncio.Queue()
+        self.cancel = threading.Event()
+        self.captured: asyncio.Future | None = None
+        self.stored = False
+
+    def _prompt(self) -> list[int]:
+        """The prompt's tokens: memories in the system message, tools in the template."""
+        seen, form, engine = self.messages, self.form, self.engine
+        if self.use_memory:
+            seen, self.used = with_memories(self.daemon, engine, self.messages)
             # decoding's shape would break JSON or a call: the system message still holds them
-            params.shape = None if (form.grammar or form.tools) else used.shape or None
+            self.params.shape = None if (form.grammar or form.tools) else self.used.shape or None
         if form.tools:
             if structured.renders_tools(engine.render, seen, form.tools):
-                kwargs["tools"] = form.tools
+                self.kwargs["tools"] = form.tools
             else:
                 seen = structured.with_tools_message(seen, form.tools)
-        prompt = engine.tokenize(engine.render(seen, **kwargs))
-        engine.check_fits(prompt, params.max_tokens)
+        prompt = engine.tokenize(engine.render(seen, **self.kwargs))
+        engine.check_fits(prompt, self.params.max_tokens)
         return prompt
 
-    # Rendering, tokenizing and hashing a long history take a while: never on the event loop,
-    # which keeps answering other clients meanwhile.
-    try:
-        prompt = await asyncio.to_thread(prepare)
-    except PromptTooLong as exc:
-        raise _api_error(400, str(exc), "context_length_exceeded", "messages") from None
-    except Exception as exc:  # a template that rejects these messages is the client's input
-        raise _api_error(400, str(exc), "invalid_messages", "messages") from None
-    marks["prepared"] = time.perf_counter()
-    turn_id = f"chatcmpl-{uuid.uuid4().hex}"
-    created = int(time.time())
-    loop = asyncio.get_running_loop()
-    events: asyncio.Queue[Delta | _Done] = asyncio.Queue()
-    cancel = threading.Event()
-    engine.submit(
-        prompt,
-        params,
-        on_delta=lambda d: loop.call_soon_threadsafe(events.put_nowait, d),
-        cancel=cancel,
-        done=lambda r: loop.call_soon_threadsafe(events.put_nowait, _Done(r)),
-    )
-    marks["submitted"] = time.perf_counter()
-    # The conversation is found and the reply linked while the engine already works: the
-    # answer needs neither before it is stored.
-    try:
-        ctx = await asyncio.to_thread(record.begin, daemon.store, messages, conv_header, learn)
-    except BaseException:
-        cancel.set()
-        raise
-    captured = None
-    if use_memory and ctx.learn and ctx.previous_turn_id:
-        # The reply this request carries may state a preference: captured beside the answer.
-        captured = asyncio.ensure_future(
-            asyncio.to_thread(_capture, daemon.store, ctx.previous_turn_id)
+    async def start(self) -> None:
+        """Build the prompt, queue the generation, then find the conversation."""
+        # Rendering, tokenizing and hashing a long history take a while: never on the event
+        # loop, which keeps answering other clients meanwhile.
+        try:
+            prompt = await asyncio.to_thread(self._prompt)
+        except PromptTooLong as exc:
+            raise _api_error(400, str(exc), "context_length_exceeded", "messages") from None
+        except Exception as exc:  # a template that rejects these messages is the client's input
+            raise _api_error(400, str(exc), "invalid_messages", "messages") from None
+        self.marks["prepared"] = time.perf_counter()
+        loop, events = asyncio.get_running_loop(), self.events
+        self.engine.submit(
+            prompt,
+            self.params,
+            on_delta=lambda d: loop.call_soon_threadsafe(events.put_nowait, d),
+            cancel=self.cancel,
+            done=lambda r: loop.call_soon_threadsafe(events.put_nowait, _Done(r)),
         )
-    headers = {"X-Clawd-Conversation": ctx.conversation_id}
-    stored = False
+        self.marks["submitted"] = time.perf_counter()
+        # The conversation is found and the reply linked while the engine already works: the
+        # answer needs neither before it is stored.
+        store = self.daemon.store
+        try:
+            self.ctx = await asyncio.to_thread(
+                record.begin, store, self.messages, self.conv_header, self.learn
+            )
+        except BaseException:
+            self.cancel.set()
+            raise
+        if self.use_memory and self.ctx.learn and self.ctx.previous_turn_id:
+            # The reply this request carries may state a preference: captured beside the answer.
+            self.captured = asyncio.ensure_future(
+                asyncio.to_thread(capture, store, self.ctx.previous_turn_id)
+            )
 
-    def abandoned() -> None:
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"X-Clawd-Conversation": self.ctx.conversation_id}
+
+    def _abandoned(self) -> None:
         """No answer was stored: the reply this request carried is no next state."""
-        if not stored:
-            record.abandon(daemon.store, ctx)
+        if not self.stored:
+            record.abandon(self.daemon.store, self.ctx)
 
-    def calls_of(result: Result) -> list[dict[str, Any]] | None:
-        result.content = structured.fitted(result.content, form)
-        calls = structured.parse_calls(result.content, form)
+    def _calls_of(self, result: Result) -> list[dict[str, Any]] | None:
+        result.content = structured.fitted(result.content, self.form)
+        calls = structured.parse_calls(result.content, self.form)
         if calls:
             result.finish_reason = "tool_calls"
         return calls
 
-    def store(result: Result, calls: list[dict[str, Any]] | None) -> None:
-        nonlocal stored
+    def _store(self, result: Result, calls: list[dict[str, Any]] | None) -> None:
+        params, form = self.params, self.form
         record.record_turn(
-            daemon.store,
-            ctx,
-            id=turn_id,
+            self.daemon.store,
+            self.ctx,
+            id=self.turn_id,
             prompt_token_ids=result.prompt_token_ids,
             response_text=result.content,
             reasoning_text=result.reasoning,
             response_token_ids=result.response_token_ids,
             finish_reason=result.finish_reason,
             tool_calls=calls,
-            model=daemon.model_name,
-            model_sha256=daemon.model_sha256,
+            model=self.daemon.model_name,
+            model_sha256=self.daemon.model_sha256,
             adapter_version=result.adapter_version,
             params={
                 "temperature": params.temperature,
@@ -267,8 +256,8 @@ async def chat_completions(body: CreateChatCompletionRequest, request: Request) 
                 "max_tokens": params.max_tokens,
                 "stop": params.stop,
                 "seed": params.seed,
-                "chat_template_kwargs": {k: v for k, v in kwargs.items() if k != "tools"},
-                "shaped": used.shape.describe() if params.shape else {},
+                "chat_template_kwargs": {k: v for k, v in self.kwargs.items() if k != "tools"},
+                "shaped": self.used.shape.describe() if params.shape else {},
                 "tools": form.names,
                 "tool_choice": form.choice,
                 "json": form.json_answer,
@@ -277,76 +266,82 @@ async def chat_completions(body: CreateChatCompletionRequest, request: Request) 
             completion_tokens=len(result.response_token_ids),
             ttft_ms=result.ttft_ms,
             total_ms=result.total_ms,
-            memory_ids=used.ids,
+            memory_ids=self.used.ids,
         )
-        stored = True
+        self.stored = True
 
-    def outcome(done: _Done) -> Result:
-        if isinstance(done.outcome, BaseException):
-            if isinstance(done.outcome, PromptTooLong):
-                raise _api_error(400, str(done.outcome), "context_length_exceeded", "messages")
-            raise done.outcome
-        return done.outcome
+    def _extra(self, result: Result) -> dict[str, Any]:
+        return _clawd_extra(self.ctx.conversation_id, result, self.used, self.captured, self.marks)
 
-    if not body.stream:
-        watcher = asyncio.create_task(_watch_disconnect(request, cancel))
+    def _chunk(self, delta: dict[str, Any], finish: str | None = None, **extra: Any) -> str:
+        choices = [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}]
+        return self._event(choices=choices, **extra)
+
+    def _event(self, **fields: Any) -> str:
+        data = {
+            "id": self.turn_id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.daemon.model_name,
+            **fields,
+        }
+        return f"data: {json.dumps(data)}\n\n"
+
+    async def answer(self) -> JSONResponse:
+        """The whole answer at once (``stream`` false)."""
+        watcher = asyncio.create_task(_watch_disconnect(self.request, self.cancel))
         try:
-            item = await events.get()
+            item = await self.events.get()
             while not isinstance(item, _Done):  # deltas are not needed: wait for the result
-                item = await events.get()
-            result = outcome(item)
+                item = await self.events.get()
+            result = _outcome(item)
             if result.finish_reason == "cancelled":
                 return JSONResponse({}, status_code=499)
-            calls = calls_of(result)
-            await asyncio.to_thread(store, result, calls)
+            calls = self._calls_of(result)
+            await asyncio.to_thread(self._store, result, calls)
         finally:
             watcher.cancel()
-            cancel.set()  # a no-op when finished; stops the worker if this task was cancelled
-            abandoned()
+            self.cancel.set()  # a no-op when finished; stops the worker if this was cancelled
+            self._abandoned()
         message: dict[str, Any] = {"role": "assistant", "content": result.content}
         if calls:
             message = {"role": "assistant", "content": None, "tool_calls": calls}
         if result.reasoning:
             message["reasoning_content"] = result.reasoning
+        choice = {
+            "index": 0,
+            "message": message,
+            "finish_reason": result.finish_reason,
+            "logprobs": None,
+        }
         return JSONResponse(
             {
-                "id": turn_id,
+                "id": self.turn_id,
                 "object": "chat.completion",
-                "created": created,
-                "model": daemon.model_name,
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": message,
-                        "finish_reason": result.finish_reason,
-                        "logprobs": None,
-                    }
-                ],
+                "created": self.created,
+                "model": self.daemon.model_name,
+                "choices": [choice],
                 "usage": _usage(result),
-                "clawd": _clawd_extra(ctx.conversation_id, result, used, captured, marks),
+                "clawd": self._extra(result),
             },
-            headers=headers,
+            headers=self.headers,
         )
 
-    include_usage = bool(body.stream_options and body.stream_options.include_usage)
+    def streamed(self) -> StreamingResponse:
+        """The answer as server-sent events (``stream`` true)."""
+        return StreamingResponse(
+            self._stream(),
+            media_type="text/event-stream",
+            headers={**self.headers, "Cache-Control": "no-cache"},
+        )
 
-    def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> str:
-        data = {
-            "id": turn_id,
-            "object": "chat.completion.chunk",
-            "created": created,
-            "model": daemon.model_name,
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}],
-            **extra,
-        }
-        return f"data: {json.dumps(data)}\n\n"
-
-    async def stream() -> AsyncIterator[str]:
+    async def _stream(self) -> AsyncIterator[str]:
+        form, options = self.form, self.body.stream_options
         try:
-            yield chunk({"role": "assistant", "content": ""})
+            yield self._chunk({"role": "assistant", "content": ""})
             # content that may turn out to be a tool call is held back until it is known
             held, holding = "", bool(form.tools)
-            while not isinstance(item := await events.get(), _Done):
+            while not isinstance(item := await self.events.get(), _Done):
                 delta = {}
                 if item.reasoning:
                     delta["reasoning_content"] = item.reasoning
@@ -357,58 +352,40 @@ async def chat_completions(body: CreateChatCompletionRequest, request: Request) 
                     text, held = ("", held) if holding else (held, "")
                 if text:
                     delta["content"] = text
-                    marks.setdefault("first_sent", time.perf_counter())
+                    self.marks.setdefault("first_sent", time.perf_counter())
                 if delta:
-                    yield chunk(delta)
+                    yield self._chunk(delta)
             try:
-                result = outcome(item)
+                result = _outcome(item)
             except Exception as exc:
-                body = getattr(
-                    exc, "body", {"error": {"message": str(exc), "type": "server_error"}}
-                )
-                yield f"data: {json.dumps(body)}\n\n"
+                err = getattr(exc, "body", {"error": {"message": str(exc), "type": "server_error"}})
+                yield f"data: {json.dumps(err)}\n\n"
                 yield "data: [DONE]\n\n"
                 return
             if result.finish_reason == "cancelled":
                 return
-            calls = calls_of(result)
-            await asyncio.to_thread(store, result, calls)  # stored before the client hears it
+            calls = self._calls_of(result)
+            await asyncio.to_thread(self._store, result, calls)  # before the client hears it
             if calls:
-                yield chunk({"tool_calls": [{"index": i, **c} for i, c in enumerate(calls)]})
+                yield self._chunk({"tool_calls": [{"index": i, **c} for i, c in enumerate(calls)]})
             elif held:
-                yield chunk({"content": held})
-            yield chunk(
-                {},
-                result.finish_reason,
-                clawd=_clawd_extra(ctx.conversation_id, result, used, captured, marks),
-            )
-            if include_usage:
-                data = {
-                    "id": turn_id,
-                    "object": "chat.completion.chunk",
-                    "created": created,
-                    "model": daemon.model_name,
-                    "choices": [],
-                    "usage": _usage(result),
-                }
-                yield f"data: {json.dumps(data)}\n\n"
+                yield self._chunk({"content": held})
+            yield self._chunk({}, result.finish_reason, clawd=self._extra(result))
+            if options and options.include_usage:
+                yield self._event(choices=[], usage=_usage(result))
             yield "data: [DONE]\n\n"
         finally:
-            cancel.set()  # the client went away (or we finished): free the engine
-            abandoned()
-
-    return StreamingResponse(
-        stream(), media_type="text/event-stream", headers={**headers, "Cache-Control": "no-cache"}
-    )
+            self.cancel.set()  # the client went away (or we finished): free the engine
+            self._abandoned()
 
 
-def _capture(store: Any, turn_id: str) -> list[dict[str, Any]]:
-    """Memories from the reply to ``turn_id``; a failure is logged, never the answer's."""
-    try:
-        return remember_next_state(store, turn_id)
-    except Exception:
-        log.exception("capturing memories from the reply to %s failed", turn_id)
-        return []
+def _outcome(done: _Done) -> Result:
+    """The engine's result, or its error as the client should see it."""
+    if isinstance(done.outcome, BaseException):
+        if isinstance(done.outcome, PromptTooLong):
+            raise _api_error(400, str(done.outcome), "context_length_exceeded", "messages")
+        raise done.outcome
+    return done.outcome
 
 
 async def _watch_disconnect(request: Request, cancel: threading.Event) -> None:

@@ -232,40 +232,10 @@ class Engine:
         budget = self.check_fits(job.prompt, params.max_tokens)
         cached = llm.longest_token_prefix(llm._input_ids[: llm.n_tokens].tolist(), job.prompt)
         llm.set_seed(params.seed if params.seed is not None else random.getrandbits(31))
-        detok, stops, think = Detokenizer(), StopScanner(params.stop), ThinkingSplitter(self.thinks)
-        shaper = Shaper(params.shape) if params.shape else None
+        answer = _Answer(llm, params, job.on_delta, self.thinks, budget)
+        shaper, out_ids = answer.shaper, answer.out_ids
         opening = params.shape.opening if params.shape else None
-        out_ids: list[int] = []
-        reasoning, content = [], []
         finish, t0, ttft = "length", time.perf_counter(), None
-        first: dict[str, float] = {}
-
-        def emit(text: str, sampled: bool = True, left: int | None = None) -> str:
-            """Route ``text``; the shaper's verdict on the content it made."""
-            r, c = think.push(text)
-            if not (r or c):
-                return "go on"
-            reasoning.append(r)
-            content.append(c)
-            if c:
-                first.setdefault("content", time.perf_counter())
-            job.on_delta(Delta(content=c, reasoning=r))
-            if shaper is None or not c:
-                return "go on"
-            if not sampled:
-                shaper.forced(c)
-                return "go on"
-            return shaper.push(c, left)
-
-        def force(text: str) -> bool:
-            """Feed ``text`` to the model as if sampled, and serve it, if it fits the budget."""
-            ids = llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)
-            if len(out_ids) + len(ids) >= budget:
-                return False
-            out_ids.extend(ids)
-            emit(stops.push(text), sampled=False)
-            return True
-
         vocab = llm._model.vocab
         grammar = None
         if params.grammar:
@@ -288,29 +258,29 @@ class Engine:
                 grammar=grammar,
             ):
                 if ttft is None:
-                    first["token"] = time.perf_counter()
-                    ttft = (first["token"] - t0) * 1000
+                    answer.first["token"] = time.perf_counter()
+                    ttft = (answer.first["token"] - t0) * 1000
                 if job.cancel.is_set():
                     finish = "cancelled"
                     break
                 if llama_cpp.llama_vocab_is_eog(vocab, token):
-                    if shaper is not None and shaper.closing() and force(CLOSING):
+                    if shaper is not None and shaper.closing() and answer.force(CLOSING):
                         restart = True  # the end-of-generation token is not served
                         break
                     finish = "stop"
                     out_ids.append(token)  # "stop here" is part of what was served and learned
                     break
                 piece = llm.detokenize([token], special=False)
-                if opening and _starts_content(detok, stops, think, piece):
-                    restart, opening = force(opening), None
+                if opening and answer.starts_content(piece):
+                    restart, opening = answer.force(opening), None
                     if restart:
                         break  # the opening comes instead of the content's first token
                 out_ids.append(token)
-                verdict = emit(stops.push(detok.push(piece)), left=budget - len(out_ids))
-                if stops.stopped:
+                verdict = answer.push(piece, left=budget - len(out_ids))
+                if answer.stops.stopped:
                     finish = "stop"
                     break
-                if verdict == "end" and shaper is not None and shaper.closing() and force(CLOSING):
+                if verdict == "end" and shaper and shaper.closing() and answer.force(CLOSING):
                     restart = True
                     break
                 if verdict in ("end", "cut"):
@@ -320,38 +290,90 @@ class Engine:
                     break
                 if len(out_ids) >= budget:
                     break
-        emit(stops.push(detok.flush()) + stops.flush())
-        r, c = think.flush()
-        if r or c:
-            reasoning.append(r)
-            content.append(c)
-            if c:
-                first.setdefault("content", time.perf_counter())
-            job.on_delta(Delta(content=c, reasoning=r))
+        answer.flush()
         total = (time.perf_counter() - t0) * 1000
         return Result(
             job.prompt,
             out_ids,
-            "".join(content),
-            "".join(reasoning),
+            "".join(answer.content),
+            "".join(answer.reasoning),
             finish,
             cached,
             self.adapter_version,
             ttft or total,
             total,
             t0,
-            first.get("token", 0.0),
-            first.get("content", 0.0),
+            answer.first.get("token", 0.0),
+            answer.first.get("content", 0.0),
         )
 
 
-def _starts_content(
-    detok: Detokenizer, stops: StopScanner, think: ThinkingSplitter, piece: bytes
-) -> bool:
-    """Whether ``piece`` would begin the answer's content (after any thinking), judged on
-    copies so that nothing is consumed."""
-    d, s, t = copy.deepcopy((detok, stops, think))
-    return bool(t.push(s.push(d.push(piece)))[1].strip())
+class _Answer:
+    """One answer's text pipeline: token bytes -> whole UTF-8 characters -> stop strings ->
+    thinking or content -> deltas to the client, with the shape's verdict on the content; and
+    the tokens served (forced ones included)."""
+
+    def __init__(
+        self,
+        llm: Any,
+        params: GenParams,
+        on_delta: Callable[[Delta], None],
+        thinks: bool,
+        budget: int,
+    ) -> None:
+        self.llm, self.on_delta, self.budget = llm, on_delta, budget
+        self.detok, self.stops = Detokenizer(), StopScanner(params.stop)
+        self.think = ThinkingSplitter(thinks)
+        self.shaper = Shaper(params.shape) if params.shape else None
+        self.out_ids: list[int] = []
+        self.reasoning: list[str] = []
+        self.content: list[str] = []
+        self.first: dict[str, float] = {}  # perf_counter of the first token and content
+
+    def push(self, piece: bytes, left: int) -> str:
+        """A sampled token's bytes through the pipeline; the shaper's verdict."""
+        return self.emit(self.stops.push(self.detok.push(piece)), left=left)
+
+    def emit(self, text: str, sampled: bool = True, left: int | None = None) -> str:
+        """Route ``text``; the shaper's verdict on the content it made."""
+        r, c = self.think.push(text)
+        if not self._deliver(r, c) or self.shaper is None or not c:
+            return "go on"
+        if not sampled:
+            self.shaper.forced(c)
+            return "go on"
+        return self.shaper.push(c, left)
+
+    def _deliver(self, reasoning: str, content: str) -> bool:
+        """Send a delta to the client, if there is anything to send."""
+        if not (reasoning or content):
+            return False
+        self.reasoning.append(reasoning)
+        self.content.append(content)
+        if content:
+            self.first.setdefault("content", time.perf_counter())
+        self.on_delta(Delta(content=content, reasoning=reasoning))
+        return True
+
+    def force(self, text: str) -> bool:
+        """Feed ``text`` to the model as if sampled, and serve it, if it fits the budget."""
+        ids = self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)
+        if len(self.out_ids) + len(ids) >= self.budget:
+            return False
+        self.out_ids.extend(ids)
+        self.emit(self.stops.push(text), sampled=False)
+        return True
+
+    def starts_content(self, piece: bytes) -> bool:
+        """Whether ``piece`` would begin the answer's content (after any thinking), judged on
+        copies so that nothing is consumed."""
+        d, s, t = copy.deepcopy((self.detok, self.stops, self.think))
+        return bool(t.push(s.push(d.push(piece)))[1].strip())
+
+    def flush(self) -> None:
+        """Whatever the pipeline still holds, at the answer's end."""
+        self.emit(self.stops.push(self.detok.flush()) + self.stops.flush())
+        self._deliver(*self.think.flush())
 
 
 def generate_blocking(engine: Engine, prompt: list[int], params: GenParams) -> Result:

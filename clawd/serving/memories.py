@@ -1,8 +1,10 @@
 """``/v1/memories``: list, add, edit, switch off and delete what clawd remembers of the user.
 
 A memory is a standing preference or fact (``clawd.store.memories``); the chat route puts the
-active ones in every answer's system message. A body that is not a short non-empty text, an
-unknown status or an unknown id is a 4xx naming the field.
+active ones in every answer's system message (``with_memories``: within the ``memory_tokens``
+budget, with what decoding keeps of them) and captures the ones a reply states (``capture``).
+A body that is not a short non-empty text, an unknown status or an unknown id is a 4xx naming
+the field.
 
 Mounted by ``clawd.serving.app``; not meant to run alone.
 """
@@ -10,16 +12,68 @@ Mounted by ``clawd.serving.app``; not meant to run alone.
 from __future__ import annotations
 
 import asyncio
+import logging
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from fastapi import APIRouter, Path, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from clawd.serving.protocol import ApiError
+from clawd.serving.shaping import Shape, shape_of
+from clawd.signals.memory import remember_next_state
 from clawd.store import memories
 
 router = APIRouter()
+log = logging.getLogger("clawd")
 MemoryId = Path(ge=1, le=2**62, description="The memory's id.")
+
+
+@dataclass
+class InContext:
+    """The memories in an answer's context: those used, those left out (no room), and what
+    decoding keeps of them."""
+
+    ids: list[int]
+    left_out: list[int]
+    shape: Shape = field(default_factory=Shape)
+
+
+def memory_header(request: Request) -> bool:
+    value = request.headers.get("x-clawd-memory", "1").strip().lower()
+    if value not in ("0", "1", "true", "false", "yes", "no"):
+        raise ApiError(
+            400,
+            "X-Clawd-Memory must be 0 or 1",
+            "invalid_request_error",
+            "invalid_header",
+            "X-Clawd-Memory",
+        )
+    return value in ("1", "true", "yes")
+
+
+def with_memories(
+    daemon: Any, engine: Any, messages: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], InContext]:
+    """The messages the model answers (the client's, with the memories in the system block)
+    and what decoding keeps of the memories there."""
+    s = daemon.settings
+    rows = memories.in_prompt(daemon.store, s.memory_keep_learned)
+    block, ids, left = memories.system_block(
+        rows, lambda text: len(engine.tokenize(text)), s.memory_tokens
+    )
+    first = not any(m.get("role") == "assistant" for m in messages)
+    shape = shape_of([r["text"] for r in rows if r["id"] in ids], first_answer=first)
+    return memories.with_memories(messages, block), InContext(ids, left, shape)
+
+
+def capture(store: Any, turn_id: str) -> list[dict[str, Any]]:
+    """Memories from the reply to ``turn_id``; a failure is logged, never the answer's."""
+    try:
+        return remember_next_state(store, turn_id)
+    except Exception:
+        log.exception("capturing memories from the reply to %s failed", turn_id)
+        return []
 
 
 class MemoryCreate(BaseModel):

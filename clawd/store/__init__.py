@@ -2,6 +2,6 @@
 turns, next states and feedback.
 
 In: what serving records and what signals and training write. Out: rows for every other step.
-Must not import serving, signals, training, ``clawd.cli``, ``adapters`` or ``ui``: it knows
-nothing of HTTP, models or the UI.
+Must not import serving, signals, training, ``clawd.cli``, ``clawd.adapters`` or ``clawd.ui``:
+it knows nothing of HTTP, models or the UI.
 """

@@ -249,7 +249,7 @@ def record_gaps(store: Store, gaps: dict[int, dict[str, float]]) -> None:
 
 
 def learned_ids(gate: dict[str, Any] | None) -> list[int]:
-    """The memories an adapter's gate verdict found closed (``adapters.memgap``)."""
+    """The memories an adapter's gate verdict found closed (``clawd.adapters.memgap``)."""
     figures = (gate or {}).get("memories") or {}
     return sorted(int(k) for k, v in figures.items() if isinstance(v, dict) and v.get("closed"))
 

@@ -2,6 +2,7 @@
 update as a pure function (here or on a Ray cluster), one run (export, gate) and its report.
 
 In: approved samples from ``clawd.store``. Out: a version folder published through
-``adapters.registry`` as a candidate. Runs as its own process (``python -m clawd.training.run``);
-must not import serving, ``clawd.scheduler``, ``clawd.cli`` or ``ui``.
+``clawd.adapters.registry`` as a candidate. Runs as its own process
+(``python -m clawd.training.run``); must not import ``clawd.serving``, ``clawd.cli`` or
+``clawd.ui``.
 """

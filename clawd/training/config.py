@@ -10,36 +10,11 @@ Run alone to print the run settings the effective configuration gives::
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
-from adapters.loops import ALPHA
+from clawd.adapters.loops import ALPHA
 from clawd.config import Settings, load_settings
 from clawd.store.db import RUN_SAMPLES
-
-# libgomp (torch's OpenMP on Linux) lets a thread spin at each barrier before it sleeps. Beside
-# other busy processes a spinning thread holds a core that the thread it waits for needs. With
-# 1,000 spins a training test beside one busy loop per core took 72-75 s instead of 183-197 s,
-# and 41-42 s instead of 40 s on the idle machine; OMP_WAIT_POLICY=PASSIVE (no spinning) took
-# 75-81 s busy but 52 s idle (bench/busy.py; docs/experiments.md, "The test suite beside a busy
-# machine").
-OPENMP_ENV = {"GOMP_SPINCOUNT": "1000"}
-OPENMP_WAIT = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")  # the user's own say in it
-
-
-def openmp_env(environ: Mapping[str, str]) -> dict[str, str]:
-    """The OpenMP settings a training process starts with, unless ``environ`` already says how
-    OpenMP threads wait (``OMP_WAIT_POLICY`` or ``GOMP_SPINCOUNT``). They take effect only in a
-    process that has not yet imported torch."""
-    if any(name in environ for name in OPENMP_WAIT):
-        return {}
-    return dict(OPENMP_ENV)
-
-
-def openmp_wait(environ: Mapping[str, str]) -> dict[str, str]:
-    """How ``environ``'s OpenMP threads wait, clawd's setting where it says nothing: what a
-    process started elsewhere (a Ray worker) needs to wait as this one does."""
-    return {k: environ[k] for k in OPENMP_WAIT if k in environ} or dict(OPENMP_ENV)
 
 
 @dataclass
@@ -90,14 +65,15 @@ class TrainConfig:
     seed: int = 0
     gate_max_kl: float = 0.5  # cumulative drift budget: KL to the base model
     gate_step_kl: float = 0.25  # per-update drift limit: KL to the parent adapter
-    # Significance of the gate's ability test (adapters.loops.general_ability); 0 only in tests.
+    # Significance of the gate's ability test (clawd.adapters.loops.general_ability); 0 only
+    # in tests.
     gate_ability_alpha: float = ALPHA
     gate_prompts: int = 32  # general prompts of the ability check (fewer only in tests)
     # The user's own prompts (this run's samples, newest first) the ability check also asks:
     # a served adapter looped ("1. 1. 1. ...") on a user's question and on no general prompt.
     gate_own_prompts: int = 16
-    # Answers sampled at the daemon's temperature to confirm a new greedy loop (adapters.loops);
-    # 0: every greedy loop counts.
+    # Answers sampled at the daemon's temperature to confirm a new greedy loop
+    # (clawd.adapters.loops); 0: every greedy loop counts.
     gate_loop_samples: int = 0
     # Earlier points of a rejected update (about half its steps, then a quarter) the gate judges
     # when the whole update failed for drift or ability only; the first to pass serves

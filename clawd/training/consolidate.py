@@ -11,7 +11,7 @@ other sample.
 
 The prompts come from the store (``memory_inputs``): the user's newest distinct prompts of
 conversations that may be learned from; every third is held out, never trained on, for the
-gate's gap measurement (``adapters.memgap``). Memories already learned are distilled too, so
+gate's gap measurement (``clawd.adapters.memgap``). Memories already learned are distilled too, so
 that a later update keeps them.
 
 Run alone to see what the next run would distil::

@@ -6,7 +6,7 @@ consolidation (``clawd.training.consolidate``: the memories' teacher answers). B
 prompts at once, so ``greedy_answers`` writes them in left-padded batches (``generate`` derives
 positions from the attention mask) and cuts each after its first end-of-turn token, which it
 keeps. A batch may differ from the same prompt asked alone by float rounding, where two tokens
-tie. The gate asks the same kind of answers in llama.cpp (``adapters.loops``), not here.
+tie. The gate asks the same kind of answers in llama.cpp (``clawd.adapters.loops``), not here.
 
 Run alone to print a model's (or an adapter's) greedy answers to the gate's general prompts and
 which of them degenerate (empty or looping), on CPU::
@@ -60,7 +60,7 @@ def script_model(module: str) -> tuple[Any, Any, list[list[int]], list[int]]:
     import sys
     from pathlib import Path
 
-    from adapters.gate import general_prompts
+    from clawd.adapters.gate import general_prompts
     from clawd.chattemplate import ChatTemplate
     from clawd.config import clawd_home
     from clawd.training import torchmodel
@@ -80,8 +80,8 @@ def script_model(module: str) -> tuple[Any, Any, list[list[int]], list[int]]:
 
 
 def main() -> None:
-    from adapters.gate import ABILITY_TOKENS
-    from adapters.loops import degeneration
+    from clawd.adapters.gate import ABILITY_TOKENS
+    from clawd.adapters.loops import degeneration
 
     model, tok, prompts, eos = script_model("clawd.training.greedy")
     answers = greedy_answers(model, prompts, ABILITY_TOKENS, eos)

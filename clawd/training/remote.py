@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from clawd.config import Settings
-from clawd.training.config import openmp_wait
+from clawd.threads import openmp_wait
 from clawd.training.update import Cancelled, OnStep, TrainingError, UpdateInputs
 
 CHUNK = 64 << 20  # bytes per object-store piece of a shipped model
@@ -63,14 +63,13 @@ def _ray() -> Any:
 
 def connect(settings: Settings) -> Any:
     """``ray.init`` on ``ray_address`` with clawd's code shipped to the workers; returns ray."""
-    import adapters
     import clawd
 
     ray = _ray()
     if ray.is_initialized():
         ray.shutdown()
     _reachable(settings.ray_address)
-    code = [str(Path(m.__file__).parent) for m in (clawd, adapters)]
+    code = [str(Path(clawd.__file__).parent)]
     ours = signal.getsignal(signal.SIGTERM)  # ray.init puts its own (sys.exit) in its place
     try:
         ray.init(

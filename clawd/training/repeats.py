@@ -91,7 +91,7 @@ def collate_repeats(chunk: list[Repeat], device: Any) -> dict[str, torch.Tensor]
 
 
 def main() -> None:
-    from adapters.gate import ABILITY_TOKENS
+    from clawd.adapters.gate import ABILITY_TOKENS
     from clawd.training.greedy import script_model
 
     model, tok, prompts, eos = script_model("clawd.training.repeats")

@@ -12,7 +12,7 @@ with a constant normaliser, a KL-to-base penalty with an adaptive coefficient an
 (``clawd.training.losses``). That update is a pure function of its inputs
 (``clawd.training.update``); ``train_backend = ray`` runs it on a Ray cluster instead of in this
 process (``clawd.training.remote``). The result is written as a PEFT folder plus a GGUF LoRA into
-a temporary folder, judged by the gate (``adapters.gate``), and renamed to
+a temporary folder, judged by the gate (``clawd.adapters.gate``), and renamed to
 ``CLAWD_HOME/adapters/<version>/`` as a ``candidate`` (or ``rejected``, kept for inspection;
 when the whole update fails only for drift or ability, an earlier point of it that passes serves
 instead: ``clawd.training.earlier``);
@@ -44,8 +44,8 @@ from typing import Any
 
 import torch
 
-from adapters import registry
 from clawd import trainlock
+from clawd.adapters import registry
 from clawd.config import Settings, clawd_home, load_settings, private_state
 from clawd.models import resolve, sha256_file
 from clawd.signals.waiting import next_run
@@ -193,8 +193,8 @@ def _train(
     progress: Progress | None,
     settings: Settings,
 ) -> dict[str, Any]:
-    from adapters import gate
-    from adapters.export import export_gguf
+    from clawd.adapters import gate
+    from clawd.adapters.export import export_gguf
     from clawd.training import earlier
     from clawd.training.report import phase_times, write_report
 
@@ -266,7 +266,7 @@ def _train(
         lambda peft, gguf: export_gguf(peft, model_path, gguf),
     )
     if verdict["passed"] and inputs.memory:  # how far the adapter has learned each memory
-        from adapters import memgap
+        from clawd.adapters import memgap
 
         verdict["memories"] = memgap.measure(
             model_path,

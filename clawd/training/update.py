@@ -88,8 +88,8 @@ def update(
     (points of the update the gate may fall back on, latest first: ``clawd.training.earlier``),
     ``ended`` and ``steps``; the report's ``seconds`` says how long each phase took. Raises
     TrainingError (or ppo.NonFinite) and leaves ``out`` incomplete."""
-    from adapters.export import export_gguf
-    from adapters.gate import ABILITY_TOKENS, HeldOut, general_prompts
+    from clawd.adapters.export import export_gguf
+    from clawd.adapters.gate import ABILITY_TOKENS, HeldOut, general_prompts
     from clawd.chattemplate import ChatTemplate
     from clawd.training import torchmodel
 

@@ -11,7 +11,7 @@ No HTTP and no model here: the daemon hot-loads what this module says is active.
 
 Run alone to list the adapters::
 
-    python -m adapters.registry
+    python -m clawd.adapters.registry
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ Activate (Enter or a), roll back (b) and go to the base model (0) ask for confir
 w opens the why view of the highlighted sample. Everything goes through the daemon's
 ``/v1/adapters`` routes.
 
-Not run alone; ``python -m ui`` starts the whole TUI.
+Not run alone; ``python -m clawd.ui`` starts the whole TUI.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import DataTable, Label, Sparkline, Static
 
-from ui.client import Client, DaemonError
-from ui.dialogs import ConfirmScreen
-from ui.why import WhyScreen
+from clawd.ui.client import Client, DaemonError
+from clawd.ui.dialogs import ConfirmScreen
+from clawd.ui.why import WhyScreen
 
 STATUS_STYLE = {
     "active": "bold green",

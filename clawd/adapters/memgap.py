@@ -14,7 +14,7 @@ not decide the verdict.
 
 Run alone on a memory text and prompts::
 
-    python -m adapters.memgap BASE.gguf ADAPTER.gguf "Address the user as Ana." "Hi!" "Why?"
+    python -m clawd.adapters.memgap BASE.gguf ADAPTER.gguf "Address the user as Ana." "Hi!" "Why?"
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from adapters.gate import Scorer
+from clawd.adapters.gate import Scorer
 from clawd.chattemplate import ChatTemplate
 from clawd.store import memories
 

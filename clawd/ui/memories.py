@@ -9,7 +9,7 @@ switch off or on (o), delete (x, asks first), refresh (r); replaced memories, wh
 when the memory that replaced them is deleted, are hidden until h shows them, dimmed.
 Everything goes through the daemon's ``/v1/memories`` routes.
 
-Not run alone; ``python -m ui`` starts the whole TUI (F5 opens this view).
+Not run alone; ``python -m clawd.ui`` starts the whole TUI (F5 opens this view).
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import DataTable, Static
 
-from ui.client import Client, DaemonError
-from ui.dialogs import ConfirmScreen, MemoryScreen, PromptScreen
+from clawd.ui.client import Client, DaemonError
+from clawd.ui.dialogs import ConfirmScreen, MemoryScreen, PromptScreen
 
 STATUS_STYLE = {
     "active": "bold green",

@@ -25,7 +25,7 @@ The verdict, every figure and a few of the candidate's answers go into the manif
 
 Run alone::
 
-    python -m adapters.gate BASE.gguf CANDIDATE.gguf [PARENT.gguf]
+    python -m clawd.adapters.gate BASE.gguf CANDIDATE.gguf [PARENT.gguf]
 """
 
 from __future__ import annotations
@@ -41,8 +41,8 @@ from typing import Any
 
 import numpy as np
 
-from adapters import loops
-from adapters.loops import degeneration, general_ability
+from clawd.adapters import loops
+from clawd.adapters.loops import degeneration, general_ability
 
 # Tokens of each greedy answer the ability check reads: a loop with a long period shows only
 # past 32 (docs/experiments.md, "The general-ability check reads 64 tokens").
@@ -222,6 +222,80 @@ def _base_answers(
     return answers
 
 
+@dataclass
+class _Measured:
+    """What the gate measured of a candidate, before any verdict."""
+
+    before: dict[str, Any]  # held-out figures under the parent ({} without held-out samples)
+    after: dict[str, Any]  # the same under the candidate
+    kl: float  # to the base model, along its general answers
+    kl_parent: float  # to the parent
+    ability: dict[str, Any]  # degeneration on the general prompts, base and candidate
+    own: dict[str, Any]  # the same on the user's prompts ({} without them)
+    excused: dict[str, list[int]]  # new greedy loops the sampled answers did not confirm
+    text: list[str]  # the candidate's answers to the general prompts
+    own_text: list[str]  # and to the user's
+
+
+def _measure(
+    scorer: Scorer,
+    candidate: Path,
+    parent: Path | None,
+    heldout: list[HeldOut],
+    prompts: list[list[int]],
+    own_prompts: list[list[int]],
+    *,
+    answer_tokens: int,
+    ability_tokens: int,
+    drift_prompts: int,
+    cache: Path | None,
+    loop_samples: int,
+) -> _Measured:
+    """Everything ``evaluate`` judges, read with the base model, the parent and the candidate
+    in turn on one loaded model."""
+    scorer.set_adapter(None)
+    base_answers = _base_answers(scorer, prompts, max(answer_tokens, ability_tokens), cache)
+    # Greedy answers: the first n tokens of a longer one are the answer at n tokens.
+    pairs = list(zip(prompts, base_answers, strict=True))[:drift_prompts]
+    general = [(p + a[:answer_tokens], len(p)) for p, a in pairs if a]
+    base = _along(scorer, general)
+    own_base = [scorer.answer(p, ability_tokens) for p in own_prompts]
+    scorer.set_adapter(parent)
+    before = _figures(scorer, heldout) if heldout else {}
+    ref = _along(scorer, general) if parent is not None else base
+    scorer.set_adapter(candidate)
+    after = _figures(scorer, heldout) if heldout else {}
+    mine = _along(scorer, general)
+    kl = _kl(mine, base)
+    kl_parent = _kl(mine, ref) if parent is not None else kl
+    answers = [scorer.answer(p, ability_tokens) for p in prompts]
+    own_answers = [scorer.answer(p, ability_tokens) for p in own_prompts]
+    text, own_text = (
+        [scorer.llm.detokenize(a).decode("utf-8", "replace") for a in got]
+        for got in (answers, own_answers)
+    )
+    ability = {
+        "base": degeneration([a[:ability_tokens] for a in base_answers], scorer.is_end),
+        "candidate": degeneration(answers, scorer.is_end),
+    }
+    own = (
+        {  # empty without the user's prompts: nothing was asked
+            "base": degeneration(own_base, scorer.is_end),
+            "candidate": degeneration(own_answers, scorer.is_end),
+        }
+        if own_prompts
+        else {}
+    )
+    excused: dict[str, list[int]] = {"general": [], "own": []}
+    for key, asked, figures in (("general", prompts, ability), ("own", own_prompts, own)):
+        if figures and loop_samples:
+            flagged = loops.new_loops(figures["base"], figures["candidate"])
+            excused[key], figures["sampled"] = loops.confirm(
+                scorer, candidate, asked, flagged, loop_samples, ability_tokens
+            )
+    return _Measured(before, after, kl, kl_parent, ability, own, excused, text, own_text)
+
+
 def evaluate(
     model_path: Path,
     candidate: Path,
@@ -250,9 +324,9 @@ def evaluate(
     budgets were sized on those), degeneration on the first ``ability_tokens`` of each model's,
     on the general ``prompts`` and on ``own_prompts`` (the user's; None or empty: skipped).
     The ability checks fail on an excess of degenerate answers that chance explains less often
-    than ``ability_alpha`` (``adapters.loops.general_ability``; 0: never on loops).
+    than ``ability_alpha`` (``clawd.adapters.loops.general_ability``; 0: never on loops).
     With ``loop_samples`` n > 0 a new greedy loop counts only if n sampled answers confirm it
-    (``adapters.loops.confirm``); 0: every greedy loop counts."""
+    (``clawd.adapters.loops.confirm``); 0: every greedy loop counts."""
     own_prompts = own_prompts or []
     longest = max(
         [len(p) + max(answer_tokens, ability_tokens) + 1 for p in prompts + own_prompts]
@@ -262,48 +336,23 @@ def evaluate(
     n_ctx = 256 * (longest // 256 + 1)  # all logits are kept: the size matters
     scorer = Scorer(model_path, n_ctx=n_ctx, threads=threads)
     try:
-        scorer.set_adapter(None)
-        base_answers = _base_answers(scorer, prompts, max(answer_tokens, ability_tokens), cache)
-        # Greedy answers: the first n tokens of a longer one are the answer at n tokens.
-        pairs = list(zip(prompts, base_answers, strict=True))[:drift_prompts]
-        general = [(p + a[:answer_tokens], len(p)) for p, a in pairs if a]
-        base = _along(scorer, general)
-        own_base = [scorer.answer(p, ability_tokens) for p in own_prompts]
-        scorer.set_adapter(parent)
-        before = _figures(scorer, heldout) if use_heldout else {}
-        ref = _along(scorer, general) if parent is not None else base
-        scorer.set_adapter(candidate)
-        after = _figures(scorer, heldout) if use_heldout else {}
-        mine = _along(scorer, general)
-        kl = _kl(mine, base)
-        kl_parent = _kl(mine, ref) if parent is not None else kl
-        answers = [scorer.answer(p, ability_tokens) for p in prompts]
-        own_answers = [scorer.answer(p, ability_tokens) for p in own_prompts]
-        text, own_text = (
-            [scorer.llm.detokenize(a).decode("utf-8", "replace") for a in got]
-            for got in (answers, own_answers)
+        m = _measure(
+            scorer,
+            candidate,
+            parent,
+            heldout if use_heldout else [],
+            prompts,
+            own_prompts,
+            answer_tokens=answer_tokens,
+            ability_tokens=ability_tokens,
+            drift_prompts=drift_prompts,
+            cache=cache,
+            loop_samples=loop_samples,
         )
-        ability = {
-            "base": degeneration([a[:ability_tokens] for a in base_answers], scorer.is_end),
-            "candidate": degeneration(answers, scorer.is_end),
-        }
-        own = (
-            {  # empty without the user's prompts: nothing was asked
-                "base": degeneration(own_base, scorer.is_end),
-                "candidate": degeneration(own_answers, scorer.is_end),
-            }
-            if own_prompts
-            else {}
-        )
-        excused: dict[str, list[int]] = {"general": [], "own": []}
-        for key, asked, figures in (("general", prompts, ability), ("own", own_prompts, own)):
-            if figures and loop_samples:
-                flagged = loops.new_loops(figures["base"], figures["candidate"])
-                excused[key], figures["sampled"] = loops.confirm(
-                    scorer, candidate, asked, flagged, loop_samples, ability_tokens
-                )
     finally:
         scorer.close()
+    before, after, kl, kl_parent = m.before, m.after, m.kl, m.kl_parent
+    ability, own, excused, text, own_text = m.ability, m.own, m.excused, m.text, m.own_text
     checks: dict[str, Any] = {}
     skipped: list[str] = []
     if not use_heldout:

@@ -12,8 +12,9 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
-from adapters import promote, registry
-from adapters.registry import AdapterError, AdapterNotFound
+from clawd.adapters import registry
+from clawd.adapters.registry import AdapterError, AdapterNotFound
+from clawd.serving import promote
 from clawd.serving.protocol import ApiError
 from clawd.store.db import Store
 

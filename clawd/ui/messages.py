@@ -2,7 +2,7 @@
 the memories it used and the ones your reply made), the composer (Enter sends, Shift+Enter or
 Ctrl+J adds a line), and Markdown export.
 
-Not run alone; ``ui.chat`` puts them together.
+Not run alone; ``clawd.ui.chat`` puts them together.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 add a memory.
 
 Each is a ``ModalScreen`` that dismisses with its result (None when the user backs out with Esc).
-Not run alone; ``python -m ui`` shows them in use.
+Not run alone; ``python -m clawd.ui`` shows them in use.
 """
 
 from __future__ import annotations

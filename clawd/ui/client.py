@@ -7,7 +7,7 @@ chunk whole (``ChatEvent.clawd``: the memories the answer used, those a reply ma
 
 Run alone to check a daemon (reads the token from CLAWD_HOME)::
 
-    python -m ui.client [URL]
+    python -m clawd.ui.client [URL]
 """
 
 from __future__ import annotations

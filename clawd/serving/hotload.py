@@ -10,7 +10,7 @@ adapter it started with; the next one starts on the new one, and every turn reco
 
 Run alone to compare an answer with and without an adapter::
 
-    python -m adapters.hotload BASE.gguf ADAPTER.gguf "Question?"
+    python -m clawd.serving.hotload BASE.gguf ADAPTER.gguf "Question?"
 """
 
 from __future__ import annotations

@@ -4,9 +4,9 @@ Streams answers from the daemon, labels each answer with the adapter that wrote 
 thumbs and comments as feedback, and keeps the per-chat "don't learn from this" switch. Under an
 answer, a folded "memory: N used" line lists the memories in its context, and a notice says what
 your reply made clawd remember, with undo (^G, or u on the answer).
-Every action here is also a command in the palette (see ``ui.app``).
+Every action here is also a command in the palette (see ``clawd.ui.app``).
 
-Not run alone; ``python -m ui`` starts the whole TUI.
+Not run alone; ``python -m clawd.ui`` starts the whole TUI.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Label, ListItem, ListView, Static
 
-from ui.client import ChatEvent, Client, DaemonError
-from ui.dialogs import CommentScreen, ConfirmScreen, PromptScreen
-from ui.messages import Composer, MessageView, last_user_text, to_markdown
+from clawd.ui.client import ChatEvent, Client, DaemonError
+from clawd.ui.dialogs import CommentScreen, ConfirmScreen, PromptScreen
+from clawd.ui.messages import Composer, MessageView, last_user_text, to_markdown
 
 
 class ChatPane(Horizontal):

@@ -1,6 +1,6 @@
 """Loops: what the gate calls a degenerate answer, and whether a user would see the loop.
 
-The gate's ability check (``adapters.gate``) reads one greedy answer per prompt:
+The gate's ability check (``clawd.adapters.gate``) reads one greedy answer per prompt:
 ``degeneration`` finds the empty and repetitive answers and counts the distinct openings, and
 ``general_ability`` rejects an adapter that degenerates on more prompts than the base model by
 more than chance (a paired sign test), not one whose loop merely sits on another prompt.
@@ -15,7 +15,7 @@ model's (same seeds: a paired comparison). An adapter that loops on everything l
 sampled too; one greedy path tipped into a loop does not, and is excused. The gate does this
 with its ``loop_samples`` (the ``gate_loop_samples`` setting) above 0.
 
-It has no state of its own: the gate calls it (``adapters.gate.evaluate``, ``loop_samples``
+It has no state of its own: the gate calls it (``clawd.adapters.gate.evaluate``, ``loop_samples``
 from the daemon's ``gate_loop_samples``), and ``tests/test_loops.py`` runs ``sampled_loops``
 and ``confirm`` alone on the tiny model.
 """
@@ -103,7 +103,7 @@ def general_ability(
     egg: ..." from one prompt to another (docs/benchmarks.md, "The gate on rates"). The
     candidate may also have at most 8 fewer distinct openings (of 32 prompts, a quarter; many
     prompts, one answer: a collapse that is not repetitive). The ``excused`` prompts do not
-    count (``adapters.loops.confirm``: their loop is one greedy path, rarely seen sampled)."""
+    count (``clawd.adapters.loops.confirm``: their loop is one greedy path, rarely seen sampled)."""
     new = sorted(set(new_loops(base, candidate)) - set(excused))
     gone = set(base["at"]) - set(candidate["at"])
     fewer = round((base["distinct"] - candidate["distinct"]) * candidate["answers"])
@@ -114,7 +114,7 @@ def sampled_loops(
     scorer: Any, prompt: list[int], samples: int, max_tokens: int, temperature: float = TEMPERATURE
 ) -> int:
     """How many of ``samples`` answers to ``prompt``, sampled at ``temperature`` with seeds
-    0..samples-1 on the ``adapters.gate.Scorer``'s current adapter, are empty or repetitive
+    0..samples-1 on the ``clawd.adapters.gate.Scorer``'s current adapter, are empty or repetitive
     (``degeneration`` on their first ``max_tokens`` tokens)."""
     answers = [scorer.answer(prompt, max_tokens, temperature, seed) for seed in range(samples)]
     return len(degeneration(answers, scorer.is_end)["at"])

@@ -8,7 +8,7 @@ back to its parent, then to the base model, and the fallback is recorded.
 
 Used by ``clawd.serving.app``; run alone to print what would be loaded at start::
 
-    python -m adapters.promote
+    python -m clawd.serving.promote
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ import logging
 import threading
 from pathlib import Path
 
-from adapters import hotload, registry
-from adapters.registry import AdapterError
+from clawd.adapters import registry
+from clawd.adapters.registry import AdapterError
+from clawd.serving import hotload
 from clawd.serving.engine import Engine, EngineError
 from clawd.store.db import Store
 

@@ -6,7 +6,7 @@ shows the keys of the focused view. Styles are in ``clawd.tcss`` beside this fil
 
 Run alone against a running daemon (``clawd chat`` also starts one when none answers)::
 
-    python -m ui [--url URL]
+    python -m clawd.ui [--url URL]
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Footer, Header, TabbedContent, TabPane
 
-from ui.adapters import AdaptersPane
-from ui.chat import ChatPane
-from ui.client import Client, DaemonError
-from ui.learning import LearningPane
-from ui.memories import MemoriesPane
+from clawd.ui.adapters import AdaptersPane
+from clawd.ui.chat import ChatPane
+from clawd.ui.client import Client, DaemonError
+from clawd.ui.learning import LearningPane
+from clawd.ui.memories import MemoriesPane
 
 
 class ClawdApp(App):
@@ -258,7 +258,7 @@ def run(url: str | None = None) -> None:
     import asyncio
 
     from clawd.config import clawd_home, ensure_token, load_settings
-    from ui.launch import ensure
+    from clawd.ui.launch import ensure
 
     home = clawd_home()
     settings = load_settings(home)

@@ -4,7 +4,7 @@ Shows the signals queue (score, votes, hint, the reply it came from) with approv
 next scheduled training, and a live progress bar while a run trains. Polls the daemon's
 ``/v1/signals`` and ``/v1/train`` every two seconds while it is shown.
 
-Not run alone; ``python -m ui`` starts the whole TUI.
+Not run alone; ``python -m clawd.ui`` starts the whole TUI.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import DataTable, ProgressBar, Static
 
-from ui.client import Client, DaemonError
+from clawd.ui.client import Client, DaemonError
 
 STATUS_STYLE = {
     "pending": "yellow",

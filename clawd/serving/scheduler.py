@@ -37,7 +37,7 @@ from clawd.signals.rules import LEARNABLE_KINDS
 from clawd.signals.scorer import make_scorer
 from clawd.signals.waiting import why_no_run
 from clawd.store.db import Store
-from clawd.training.config import openmp_env
+from clawd.threads import openmp_env
 
 log = logging.getLogger("clawd.jobs")
 
@@ -198,7 +198,7 @@ class Jobs:
                     store.event("train", why)
 
     def _promote(self) -> None:
-        from adapters.promote import promote_candidates
+        from clawd.serving.promote import promote_candidates
 
         if self.training:
             return

@@ -7,7 +7,7 @@ trained by its reward alone, so every token moves the same way and is drawn in o
 
 Run alone on a training report (any ``report.json`` under CLAWD_HOME/adapters)::
 
-    python -m ui.why path/to/report.json [SAMPLE_INDEX]
+    python -m clawd.ui.why path/to/report.json [SAMPLE_INDEX]
 """
 
 from __future__ import annotations

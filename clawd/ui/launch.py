@@ -5,7 +5,7 @@ is ``CLAWD_HOME/logs/daemon.log``. Messages about what happens go through ``say`
 
 Run alone to make sure a daemon runs::
 
-    python -m ui.launch
+    python -m clawd.ui.launch
 """
 
 from __future__ import annotations

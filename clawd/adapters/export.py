@@ -13,7 +13,7 @@ but does the wrong thing. Qwen2/Qwen3 are not permuted.
 
 Run alone::
 
-    python -m adapters.export PEFT_DIR BASE.gguf OUT.gguf
+    python -m clawd.adapters.export PEFT_DIR BASE.gguf OUT.gguf
 """
 
 from __future__ import annotations

@@ -1,1 +1,0 @@
-"""The Textual TUI of clawd: chat, learning review, adapters and memories, over the REST API."""
