@@ -105,7 +105,11 @@ class Settings(BaseSettings):
         4096, ge=256, le=262144, description="Context window in tokens (prompt plus answer)."
     )
     n_threads: int = Field(
-        0, ge=0, le=1024, description="CPU threads for inference; 0 picks the number of cores."
+        0,
+        ge=0,
+        le=1024,
+        description="CPU threads for inference; 0: llama.cpp's choice (half the cores while "
+        "writing an answer, all of them while reading the prompt).",
     )
     hub_endpoint: str = Field(
         "",
