@@ -180,7 +180,7 @@ def test_forget_removes_every_copy_of_the_text(tiny_qwen3_gguf: Path, home: Path
     under CLAWD_HOME holds its words, and the answer says what went."""
     import os
 
-    from clawd.adapters import registry
+    from clawd.adapters import forget
 
     secret = "My neighbour's wifi password is hunter2-zebra."
     with Store.open(home) as store:
@@ -200,7 +200,7 @@ def test_forget_removes_every_copy_of_the_text(tiny_qwen3_gguf: Path, home: Path
         turn = store.db["samples"].get(sid)["turn_id"]
         cid = store.db["turns"].get(turn)["conversation_id"]
         removed = record.delete_conversation(store, cid)
-        removed["reports"] = registry.scrub_reports(home, removed.pop("sample_ids"))
+        removed["reports"] = forget.scrub_reports(store, home, removed.pop("sample_ids"))
     assert removed == {
         "votes": 0,
         "samples": 1,

@@ -25,6 +25,45 @@ from tests.test_train_daemon import ended_run
 pytest.importorskip("ray", reason="the ray extra (./install.sh --dev installs it)")
 
 
+def test_a_cancelled_task_s_leftovers_are_swept_by_the_next(tmp_path: Path) -> None:
+    """ray.cancel(force=True) kills the worker before its clean-up: the next task removes the
+    scratch of dead processes (the parent adapter, a half-shipped model), never a live one's."""
+    import subprocess
+    import sys
+
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    gone_pid = int(dead.stdout)
+    stale = tmp_path / f"clawd-update-{gone_pid}-abc"
+    (stale / "parent").mkdir(parents=True)
+    (stale / "parent" / "adapter_model.safetensors").write_bytes(b"x" * 1024)
+    live = tmp_path / f"clawd-update-{os.getpid()}-def"
+    live.mkdir()
+    half = tmp_path / f".ship-{gone_pid}-xyz"
+    half.write_bytes(b"half a model")
+    assert remote._sweep(tmp_path, "clawd-update-") == [stale]
+    assert remote._sweep(tmp_path, ".ship-") == [half]
+    assert live.exists() and not stale.exists() and not half.exists()
+
+
+def test_auto_refuses_a_cluster_another_user_started(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    monkeypatch.setenv("RAY_TMPDIR", str(tmp_path))
+    address = tmp_path / "ray" / "ray_current_cluster"
+    address.parent.mkdir()
+    address.write_text("10.0.0.9:6379")
+    remote._own_cluster()  # ours: allowed
+    monkeypatch.setattr(remote.os, "getuid", lambda: address.stat().st_uid + 1)
+    with pytest.raises(remote.TrainingError, match="another user"):
+        remote._reachable("auto")
+
+
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory):
     with pytest.MonkeyPatch.context() as mp:  # the workers' OpenMP setting comes from the run

@@ -132,3 +132,132 @@ def test_a_veto_during_a_run_stands_whatever_the_run_decides(
     registry.add_candidate(store, home, tmp, manifest, taken, [])
     after = [store.db["samples"].get(i)["status"] for i in taken]
     assert after == ["vetoed", "used" if status == "candidate" else "approved"]
+
+
+KILLED_PUBLISH = """
+import json, os, signal, sys
+from pathlib import Path
+from clawd.adapters import registry
+from clawd.store.db import Store
+
+home, taken = Path(sys.argv[1]), json.loads(sys.argv[2])
+# killed right after the version's folder took its final name, before the database heard of it
+registry._sync_dir = lambda path: os.kill(os.getpid(), signal.SIGKILL)
+with Store.open(home) as store:
+    tmp = registry.adapters_dir(home) / ".tmp-killed"
+    tmp.mkdir(parents=True)
+    (tmp / "adapter.gguf").write_bytes(b"weights")
+    manifest = {"version": "v-killed", "parent": None, "base_sha256": "x", "created_at": 0.0,
+                "run_id": int(sys.argv[3]), "status": "candidate", "metrics": {}}
+    registry.add_candidate(store, home, tmp, manifest, taken, [])
+"""
+
+
+def test_a_trainer_killed_while_publishing_leaves_its_samples_waiting(
+    store: Store, home: Path, smollm2_gguf: Path
+) -> None:
+    """kill -9 between the adapter's write and its commit: no version is served or listed
+    whose samples train again; the next start removes the orphan folder."""
+    import subprocess
+    import sys
+
+    taken = [add_sample(store, smollm2_gguf, hint="Be brief.", reward=-1.0, kind="opd")]
+    run_id = store.db["training_runs"].insert({"status": "running", "started_at": 0.0}).last_pk
+    proc = subprocess.run(
+        [sys.executable, "-c", KILLED_PUBLISH, str(home), json.dumps(taken), str(run_id)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == -9, proc.stderr  # it was killed, not finished
+    assert (registry.adapters_dir(home) / "v-killed").is_dir()  # renamed on disk ...
+    assert registry.list_adapters(store) == []  # ... but never committed
+    assert store.db["samples"].get(taken[0])["status"] == "approved"  # waits for a run
+    notes = registry.reconcile(store, home)
+    assert any("v-killed" in n and "never finished" in n for n in notes), notes
+    assert not (registry.adapters_dir(home) / "v-killed").exists()
+
+
+SECRET = "my locker code is 4417"
+
+
+def _run_folder(home: Path, name: str, sample_id: int) -> Path:
+    """A version folder as a run writes it: the user's words in every place a run copies them."""
+    folder = registry.adapters_dir(home) / name
+    folder.mkdir(parents=True)
+    (folder / "adapter.gguf").write_bytes(b"weights")
+    report = {
+        "samples": [{"sample_id": sample_id, "hint": SECRET, "tokens": [SECRET]}],
+        "hindsight_answers": [{"sample_id": sample_id, "answer": SECRET}],
+        "repeating_answers": [{"answer": f"{SECRET} {SECRET}", "repeated": 4}],
+        "memories": {"memories": [1], "answers": [SECRET]},
+    }
+    (folder / "report.json").write_text(json.dumps(report))
+    return folder
+
+
+def _gate() -> dict:
+    looped = [{"prompt": 0, "answer": f"{SECRET}, {SECRET}"}]
+    return {"passed": True, "answers": ["Paris."], "own_ability": {"new_degenerate": looped}}
+
+
+def test_a_run_that_read_the_rows_before_a_forget_publishes_without_them(
+    store: Store, home: Path, smollm2_gguf: Path
+) -> None:
+    """The forget came while the run trained: the run's report, manifest and metrics, written
+    after it, hold none of the forgotten words (issue 51, item 11)."""
+    from clawd.adapters import forget
+
+    kept = add_sample(store, smollm2_gguf, hint="Be brief.", reward=-1.0, kind="opd")
+    gone = add_sample(store, smollm2_gguf, hint=SECRET, reward=-1.0, kind="opd")
+    run_id = store.db["training_runs"].insert({"status": "running", "started_at": 1.0}).last_pk
+    tmp = _run_folder(home, ".tmp-late", gone)
+    # the user forgets the conversation meanwhile (its rows go, then the event, then the scrub)
+    store.db["samples"].delete(gone)
+    store.event("forget", "deleted conversation c")
+    assert forget.scrub_reports(store, home, [gone]) == 0  # the run is not published yet
+    manifest = {
+        "version": "v-late",
+        "parent": None,
+        "base_sha256": "x",
+        "created_at": 2.0,
+        "run_id": run_id,
+        "status": "candidate",
+        "metrics": {},
+        "gate": _gate(),
+    }
+    final = registry.add_candidate(store, home, tmp, manifest, [kept, gone], [])
+    for path in final.iterdir():
+        if path.is_file():
+            assert SECRET not in path.read_text(errors="replace"), path.name
+    assert SECRET not in json.dumps(registry.get(store, "v-late")["metrics"])
+    assert json.loads((final / "report.json").read_text())["repeating_answers"][0]["repeated"] == 4
+    assert registry.get(store, "v-late")["metrics"]["gate"]["answers"] == ["Paris."]
+
+
+def test_a_forget_scrubs_every_published_copy(store: Store, home: Path, smollm2_gguf: Path) -> None:
+    """The report's unkeyed answers, the manifest's and the database's gate answers to the
+    user's prompts go too, not only the forgotten samples' entries."""
+    from clawd.adapters import forget
+
+    sid = add_sample(store, smollm2_gguf, hint=SECRET, reward=-1.0, kind="opd")
+    run_id = store.db["training_runs"].insert({"status": "running", "started_at": 1.0}).last_pk
+    tmp = _run_folder(home, ".tmp-early", sid)
+    manifest = {
+        "version": "v-early",
+        "parent": None,
+        "base_sha256": "x",
+        "created_at": 2.0,
+        "run_id": run_id,
+        "status": "candidate",
+        "metrics": {},
+        "gate": _gate(),
+    }
+    final = registry.add_candidate(store, home, tmp, manifest, [sid], [])
+    assert SECRET in (final / "manifest.json").read_text()  # published with its words
+    store.db["samples"].delete(sid)
+    assert forget.scrub_reports(store, home, [sid]) == 1
+    for path in final.iterdir():
+        if path.is_file():
+            assert SECRET not in path.read_text(errors="replace"), path.name
+    assert SECRET not in json.dumps(registry.get(store, "v-early")["metrics"])

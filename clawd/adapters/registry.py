@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from clawd import trainlock
+from clawd.adapters import forget
 from clawd.store import memories
 from clawd.store.db import Store
 
@@ -123,7 +124,11 @@ def add_candidate(
     tmp.replace(final)  # the version appears whole or not at all
     _sync_dir(final.parent)
     run_id = manifest["run_id"]
+    taken = [*used, *heldout, *manifest.get("replayed", [])]
     with store.db.conn:
+        if not store.db.conn.in_transaction:  # no forget between the check and the row
+            store.db.conn.execute("BEGIN IMMEDIATE")
+        manifest = forget.scrub_published(store, final, manifest, taken)
         store.db["adapters"].insert(
             {
                 "version": manifest["version"],
@@ -154,28 +159,6 @@ def add_candidate(
             [(i,) for i in heldout],
         )
     return final
-
-
-def scrub_reports(home: Path, sample_ids: list[int]) -> int:
-    """Remove the samples ``sample_ids`` (their tokens and hints: the user's words) from every
-    version's ``report.json``; returns how many reports changed. The weights keep what they
-    learned; the text is gone."""
-    wanted, changed = set(sample_ids), 0
-    if not wanted:
-        return 0
-    for path in sorted(adapters_dir(home).glob("*/report.json")):
-        try:
-            report = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        kept = [s for s in report.get("samples", []) if s.get("sample_id") not in wanted]
-        if len(kept) == len(report.get("samples", [])):
-            continue
-        tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps({**report, "samples": kept}, indent=1), encoding="utf-8")
-        tmp.replace(path)
-        changed += 1
-    return changed
 
 
 def get(store: Store, version: str) -> dict[str, Any]:

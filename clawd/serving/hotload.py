@@ -1,11 +1,9 @@
 """Hot-load: put a GGUF LoRA adapter into the running engine between two requests.
 
 The adapter file is read and checked while the engine keeps serving
-(``llama_adapter_lora_init``, on a loader thread of its own at a lower CPU priority, so that
-answers being generated meanwhile do not slow down for it); the switch itself
-(``llama_set_adapters_lora`` on the serving context, clearing the prompt/KV cache so that no
-answer mixes two adapters, freeing the old adapter) runs on the engine's worker between two
-requests. A request in flight finishes on the
+(``llama_adapter_lora_init``); the switch itself (``llama_set_adapters_lora`` on the serving
+context, clearing the prompt/KV cache so that no answer mixes two adapters, freeing the old
+adapter) runs on the engine's worker between two requests. A request in flight finishes on the
 adapter it started with; the next one starts on the new one, and every turn records its version.
 
 Run alone to compare an answer with and without an adapter::
@@ -15,12 +13,8 @@ Run alone to compare an answer with and without an adapter::
 
 from __future__ import annotations
 
-import concurrent.futures
-import contextlib
 import ctypes
-import os
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -40,29 +34,13 @@ def _meta(adapter: Any, key: str) -> str | None:
     return buf.value.decode() if n >= 0 else None
 
 
-LOADER_NICENESS = 10  # below the engine's threads: a load waits for free CPU, answers don't
-
-
-def _lower_priority() -> None:
-    # Linux gives each thread its own niceness; elsewhere the loader keeps the process's
-    with contextlib.suppress(OSError, AttributeError):
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), LOADER_NICENESS)
-
-
-_loader = concurrent.futures.ThreadPoolExecutor(
-    1, thread_name_prefix="clawd-adapter-loader", initializer=_lower_priority
-)
-
-
 def load_adapter(engine: Engine, path: Path) -> Any:
-    """Read an adapter for ``engine``'s model (on the low-priority loader thread); raises
-    AdapterLoadError."""
+    """Read an adapter for ``engine``'s model; raises AdapterLoadError."""
     import llama_cpp
 
     if not Path(path).is_file():
         raise AdapterLoadError(f"adapter file {path} does not exist")
-    init = llama_cpp.llama_adapter_lora_init
-    ptr = _loader.submit(init, engine.llm.model, str(path).encode()).result()
+    ptr = llama_cpp.llama_adapter_lora_init(engine.llm.model, str(path).encode())
     if not ptr:
         raise AdapterLoadError(f"llama.cpp could not load the adapter {path}")
     arch = _meta(ptr, "general.architecture")

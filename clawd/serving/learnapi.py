@@ -14,7 +14,7 @@ from fastapi import Path as PathParam
 from starlette.concurrency import run_in_threadpool
 
 from clawd import trainlock
-from clawd.adapters import registry
+from clawd.adapters import forget
 from clawd.serving.protocol import ApiError, ConversationUpdate, FeedbackRequest
 from clawd.serving.scheduler import TrainerNotStarted, training_status
 from clawd.signals import review
@@ -101,8 +101,10 @@ def delete(cid: str, d: Any = Depends(daemon_of)) -> dict:
     removed = record.delete_conversation(d.store, cid)
     memories.delete(d.store, made)
     removed["memories"] = len(made)
-    removed["reports"] = registry.scrub_reports(d.home, removed.pop("sample_ids"))
+    sample_ids = removed.pop("sample_ids")
+    # the event before the scrub: a run publishing meanwhile sees one or the other
     d.store.event("forget", f"deleted conversation {cid}", removed=removed)
+    removed["reports"] = forget.scrub_reports(d.store, d.home, sample_ids)
     return {"id": cid, "object": "conversation.deleted", "deleted": True, "removed": removed}
 
 

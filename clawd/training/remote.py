@@ -17,7 +17,9 @@ summary plus a tar of ``peft/``, ``adapter.gguf`` and the earlier points' ``earl
 Anything that goes wrong there — a worker killed, a node lost, the cluster unreachable, an
 error in the update — raises ``TrainingError`` with the reason; Ctrl+C or SIGTERM cancels the
 task (``ray.cancel(force=True)``). The caller then records the failure, writes no adapter and
-leaves the samples waiting, as for a local run.
+leaves the samples waiting, as for a local run. A task killed that way cannot clean up: the
+next task on that machine removes what it left (its scratch folder, a half-shipped model).
+``auto`` refuses a local cluster that another user started.
 
 Run alone to check that a cluster can take a run (connects, runs a small task with the
 configured resources, prints what the worker has)::
@@ -96,6 +98,7 @@ def _reachable(address: str, timeout: float = 5.0) -> None:
     """A quick TCP check of ``host:port`` (plain or ray://): ray.init waits minutes on a dead
     address before it gives up."""
     if address == "auto":
+        _own_cluster()
         return  # ray.init finds a local cluster itself, or fails at once
     host, _, port = address.removeprefix("ray://").rpartition(":")
     if not host or not port.isdigit():
@@ -107,6 +110,24 @@ def _reachable(address: str, timeout: float = 5.0) -> None:
             f"cannot reach the Ray cluster at ray_address {address!r}: {exc} (is `ray start "
             "--head` running there, and the port open to this machine?)"
         ) from None
+
+
+def _own_cluster() -> None:
+    """``auto`` attaches to the cluster this machine started last: refuse it when another user
+    started it (it would run our samples, and we would unpickle what it sends back)."""
+    from ray._common.utils import get_ray_address_file
+
+    if os.environ.get("RAY_ADDRESS"):
+        return  # named by the user in the environment, not found by chance
+    found = Path(get_ray_address_file(None))
+    with contextlib.suppress(FileNotFoundError):
+        owner = found.stat().st_uid
+        if owner != os.getuid():
+            raise TrainingError(
+                f"ray_address 'auto' found a Ray cluster started by another user (uid {owner}, "
+                f"{found}): clawd sends it your samples and trusts what it sends back. Set "
+                "ray_address to that cluster's address if you mean to use it."
+            )
 
 
 def _resources(settings: Settings) -> dict[str, Any]:
@@ -179,7 +200,7 @@ def _model_on_worker(digest: str, shared: str, pieces: list[Any] | None, cache: 
     if target.exists():
         return target  # it was hash-checked before it got its name
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".ship-")
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".ship-{os.getpid()}-")
     try:
         with os.fdopen(fd, "wb") as fh:
             for piece in pieces or []:
@@ -190,6 +211,33 @@ def _model_on_worker(digest: str, shared: str, pieces: list[Any] | None, cache: 
     finally:
         Path(tmp).unlink(missing_ok=True)
     return target
+
+
+def _sweep(folder: Path, prefix: str) -> list[Path]:
+    """Remove ``prefix<pid>-*`` entries of ``folder`` whose process is gone: what a task killed
+    by ``ray.cancel(force=True)`` left (its ``finally`` never ran): the parent adapter, partial
+    adapters, a half-shipped model (GBs). Returns what it removed."""
+    removed = []
+    for path in folder.glob(f"{prefix}*") if folder.is_dir() else []:
+        pid = path.name[len(prefix) :].split("-", 1)[0]
+        if not pid.isdigit() or _alive(int(pid)):
+            continue
+        if path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+        removed.append(path)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
 
 
 def _task(
@@ -207,7 +255,9 @@ def _task(
         )
     )
     cache = worker_cache()
-    work = Path(tempfile.mkdtemp(prefix="clawd-update-"))
+    _sweep(Path(tempfile.gettempdir()), "clawd-update-")  # runs cancelled by force left these
+    _sweep(cache / "models", ".ship-")
+    work = Path(tempfile.mkdtemp(prefix=f"clawd-update-{os.getpid()}-"))
     try:
         inputs.model_path = _model_on_worker(inputs.digest, shared, pieces, cache)
         if parent is not None:
