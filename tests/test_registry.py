@@ -141,8 +141,9 @@ from clawd.adapters import registry
 from clawd.store.db import Store
 
 home, taken = Path(sys.argv[1]), json.loads(sys.argv[2])
-# killed right after the version's folder took its final name, before the database heard of it
-registry._sync_dir = lambda path: os.kill(os.getpid(), signal.SIGKILL)
+# killed inside the transaction that records the version: its folder has its final name, the
+# database has not committed it
+registry.forget.scrub_published = lambda *a: os.kill(os.getpid(), signal.SIGKILL)
 with Store.open(home) as store:
     tmp = registry.adapters_dir(home) / ".tmp-killed"
     tmp.mkdir(parents=True)
@@ -211,11 +212,11 @@ def test_a_run_that_read_the_rows_before_a_forget_publishes_without_them(
     kept = add_sample(store, smollm2_gguf, hint="Be brief.", reward=-1.0, kind="opd")
     gone = add_sample(store, smollm2_gguf, hint=SECRET, reward=-1.0, kind="opd")
     run_id = store.db["training_runs"].insert({"status": "running", "started_at": 1.0}).last_pk
-    tmp = _run_folder(home, ".tmp-late", gone)
     # the user forgets the conversation meanwhile (its rows go, then the event, then the scrub)
     store.db["samples"].delete(gone)
     store.event("forget", "deleted conversation c")
-    assert forget.scrub_reports(store, home, [gone]) == 0  # the run is not published yet
+    assert forget.scrub_reports(store, home, [gone]) == 0  # nothing written yet
+    tmp = _run_folder(home, ".tmp-late", gone)  # then the run writes what it read before
     manifest = {
         "version": "v-late",
         "parent": None,
