@@ -262,3 +262,42 @@ def test_a_forget_scrubs_every_published_copy(store: Store, home: Path, smollm2_
         if path.is_file():
             assert SECRET not in path.read_text(errors="replace"), path.name
     assert SECRET not in json.dumps(registry.get(store, "v-early")["metrics"])
+
+
+def test_an_adapter_is_on_disk_before_the_database_says_its_samples_are_used(
+    store: Store, home: Path, smollm2_gguf: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After a power loss the database and the disk must agree: every file of the version and
+    the folders that name it are fsynced before the transaction that records it."""
+    import os
+
+    taken = [add_sample(store, smollm2_gguf, hint="Be brief.", reward=-1.0, kind="opd")]
+    run_id = store.db["training_runs"].insert({"status": "running", "started_at": 0.0}).last_pk
+    tmp = _run_folder(home, ".tmp-durable", taken[0])
+    order: list[str] = []
+    real_fsync, real_scrub = os.fsync, registry.forget.scrub_published
+
+    def fsync(fd: int) -> None:
+        order.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    def scrub(*args: object) -> dict:
+        order.append("database")
+        return real_scrub(*args)
+
+    monkeypatch.setattr(registry.os, "fsync", fsync)
+    monkeypatch.setattr(registry.forget, "scrub_published", scrub)
+    manifest = {
+        "version": "v-durable",
+        "parent": None,
+        "base_sha256": "x",
+        "created_at": 0.0,
+        "run_id": run_id,
+        "status": "candidate",
+        "metrics": {},
+    }
+    final = registry.add_candidate(store, home, tmp, manifest, taken, [])
+    synced = order[: order.index("database")]
+    for name in ("adapter.gguf", "manifest.json", "report.json"):
+        assert any(p.endswith(f"{name}") for p in synced), (name, synced)
+    assert str(final.parent) in synced  # the rename itself is durable
