@@ -334,3 +334,65 @@ def test_concurrent_switches_leave_engine_and_database_agreeing(
             assert engine.adapter_version == (actives[0] if actives else None)
     finally:
         engine.close()
+
+
+def test_a_delete_waits_for_an_activation_of_that_version_in_flight(
+    tiny_qwen3_gguf: Path, torch_cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DELETE /v1/adapters/{v} while {v} is being activated: it waits for the switch, then
+    refuses the now active version; the engine never serves files deleted under it."""
+    from types import SimpleNamespace
+
+    from clawd.adapters.registry import AdapterError
+    from clawd.models import sha256_file
+    from clawd.serving import adapterapi, hotload, promote
+    from clawd.serving.engine import Engine
+    from clawd.serving.protocol import ApiError
+
+    home = tmp_path / "home"
+    register(home, tiny_qwen3_gguf, torch_cache, "a", seed=40)
+    engine = Engine(tiny_qwen3_gguf, n_ctx=512)
+    engine.load()
+    reading, release = threading.Event(), threading.Event()
+    real_load = hotload.load_adapter
+
+    def slow_load(*args: object) -> object:  # the adapter file is being read ...
+        reading.set()
+        release.wait(30)
+        return real_load(*args)
+
+    monkeypatch.setattr(hotload, "load_adapter", slow_load)
+    outcome: dict[str, object] = {}
+    try:
+        with Store.open(home) as store:
+            request = SimpleNamespace(
+                app=SimpleNamespace(state=SimpleNamespace(daemon=SimpleNamespace(store=store)))
+            )
+
+            def activate() -> None:
+                with Store.open(home) as own:
+                    promote.activate(engine, own, "a", sha256_file(tiny_qwen3_gguf))
+
+            def delete() -> None:
+                try:
+                    outcome["deleted"] = adapterapi.delete("a", request)
+                except (ApiError, AdapterError) as exc:
+                    outcome["refused"] = str(exc)
+
+            first = threading.Thread(target=activate)
+            first.start()
+            assert reading.wait(30)
+            second = threading.Thread(target=delete)
+            second.start()
+            second.join(1.0)
+            assert second.is_alive()  # ... and the delete waits for it
+            release.set()
+            first.join(60)
+            second.join(60)
+            assert "refused" in outcome, outcome
+            assert engine.adapter_version == "a"
+            assert registry.get(store, "a")["status"] == "active"
+            assert Path(registry.get(store, "a")["path"]).is_dir()
+    finally:
+        release.set()
+        engine.close()
