@@ -17,11 +17,9 @@ import logging
 import os
 import secrets
 import tomllib
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-import tomlkit
 from pydantic import Field, ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
@@ -371,7 +369,8 @@ def read_config_file(home: Path) -> dict[str, Any]:
     return data
 
 
-def _explain(exc: ValidationError, home: Path) -> ConfigError:
+def explain(exc: ValidationError, home: Path) -> ConfigError:
+    """The ConfigError of a settings ValidationError: each bad setting named, with its reason."""
     problems = []
     for err in exc.errors():
         name = ".".join(str(p) for p in err["loc"])
@@ -388,87 +387,10 @@ def load_settings(home: Path | None = None, file_values: dict[str, Any] | None =
     try:
         return Settings(**(read_config_file(home) if file_values is None else file_values))
     except ValidationError as exc:
-        raise _explain(exc, home) from None
-
-
-@dataclass(frozen=True)
-class SettingReport:
-    name: str
-    value: Any
-    source: str
-    description: str
-
-
-def describe(home: Path | None = None) -> list[SettingReport]:
-    """Each setting's effective value (secrets masked) and where it came from."""
-    home = home or clawd_home()
-    file_values = read_config_file(home)
-    settings = load_settings(home, file_values)
-    rows = []
-    for name, field in Settings.model_fields.items():
-        env = ENV_PREFIX + name.upper()
-        if env in os.environ:
-            source = f"env {env}"
-        elif name in file_values:
-            source = str(config_path(home))
-        else:
-            source = "default"
-        value = getattr(settings, name)
-        if name in SECRETS and value:
-            value = "*" * 8  # shown as set, never printed
-        rows.append(SettingReport(name, value, source, field.description or ""))
-    return rows
-
-
-def _known(name: str) -> None:
-    if name not in Settings.model_fields:
-        known = ", ".join(Settings.model_fields)
-        raise ConfigError(f"unknown setting {name!r}; known: {known}")
-
-
-def set_value(home: Path, name: str, value: Any) -> Any:
-    """Write one setting to ``config.toml``, keeping the user's comments and other keys;
-    ``value`` may be text as typed ("true", "0.5"), checked and converted like the file's.
-    Returns the value written."""
-    _known(name)
-    current = read_config_file(home)
-    try:
-        checked = getattr(Settings(**{**current, name: value}), name)
-    except ValidationError as exc:
-        raise _explain(exc, home) from None
-    if not isinstance(checked, str | int | float | bool | list | dict):
-        checked = str(checked)  # a path: TOML holds its text
-    _write(home, lambda doc: doc.__setitem__(name, checked))
-    return checked
-
-
-def unset_value(home: Path, name: str) -> bool:
-    """Remove one setting from ``config.toml`` (its default applies again); whether it was
-    there. The rest of the file must still be valid without it."""
-    _known(name)
-    current = read_config_file(home)
-    if name not in current:
-        return False
-    try:
-        Settings(**{k: v for k, v in current.items() if k != name})
-    except ValidationError as exc:
-        raise _explain(exc, home) from None
-    _write(home, lambda doc: doc.pop(name))
-    return True
-
-
-def _write(home: Path, change: Any) -> None:
-    """Apply ``change`` to config.toml's document and replace the file whole."""
-    path = config_path(home)
-    doc = tomlkit.parse(path.read_text(encoding="utf-8")) if path.exists() else tomlkit.document()
-    change(doc)
-    home.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".toml.tmp")
-    tmp.write_text(tomlkit.dumps(doc), encoding="utf-8")
-    tmp.replace(path)
+        raise explain(exc, home) from None
 
 
 if __name__ == "__main__":
     print(f"CLAWD_HOME = {clawd_home()}")
-    for row in describe():
-        print(f"{row.name} = {row.value!r}  ({row.source})")
+    for name, value in load_settings():
+        print(f"{name} = {value!r}")

@@ -32,7 +32,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from clawd.config import clawd_home, load_settings, set_value
+from clawd.config import clawd_home, load_settings
+from clawd.configfile import set_value
 
 GGUF_MAGIC = b"GGUF"
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")

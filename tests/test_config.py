@@ -3,15 +3,8 @@ from pathlib import Path
 
 import pytest
 
-from clawd.config import (
-    REMOVED_SETTINGS,
-    ConfigError,
-    Settings,
-    clawd_home,
-    describe,
-    load_settings,
-    set_value,
-)
+from clawd.config import REMOVED_SETTINGS, ConfigError, Settings, clawd_home, load_settings
+from clawd.configfile import describe, set_value
 
 
 def test_home_defaults_to_xdg_data_dir(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -15,7 +15,14 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("clawd", "bench", "fixtures", "tests")
-SHARED = ("clawd.config", "clawd.models", "clawd.chattemplate", "clawd.trainlock", "clawd.threads")
+SHARED = (
+    "clawd.config",
+    "clawd.configfile",
+    "clawd.models",
+    "clawd.chattemplate",
+    "clawd.trainlock",
+    "clawd.threads",
+)
 STEPS = ("clawd.serving", "clawd.store", "clawd.signals", "clawd.training", "clawd.adapters")
 NOT_PRODUCT = ("bench", "fixtures", "tests")
 

@@ -26,12 +26,10 @@ from clawd.config import (
     Settings,
     clawd_home,
     config_path,
-    describe,
     load_settings,
     private_state,
-    set_value,
-    unset_value,
 )
+from clawd.configfile import describe, set_value, unset_value
 from clawd.models import CATALOG, ModelError, ensure_embedded, installed, pull, use
 
 app = typer.Typer(
