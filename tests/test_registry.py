@@ -197,6 +197,20 @@ def _run_folder(home: Path, name: str, sample_id: int) -> Path:
     return folder
 
 
+def _manifest(version: str, run_id: int, **extra: object) -> dict:
+    """A candidate's manifest as a run hands it to ``add_candidate``."""
+    return {
+        "version": version,
+        "parent": None,
+        "base_sha256": "x",
+        "created_at": 2.0,
+        "run_id": run_id,
+        "status": "candidate",
+        "metrics": {},
+        **extra,
+    }
+
+
 def _gate() -> dict:
     looped = [{"prompt": 0, "answer": f"{SECRET}, {SECRET}"}]
     return {"passed": True, "answers": ["Paris."], "own_ability": {"new_degenerate": looped}}
@@ -217,16 +231,7 @@ def test_a_run_that_read_the_rows_before_a_forget_publishes_without_them(
     store.event("forget", "deleted conversation c")
     assert forget.scrub_reports(store, home, [gone]) == 0  # nothing written yet
     tmp = _run_folder(home, ".tmp-late", gone)  # then the run writes what it read before
-    manifest = {
-        "version": "v-late",
-        "parent": None,
-        "base_sha256": "x",
-        "created_at": 2.0,
-        "run_id": run_id,
-        "status": "candidate",
-        "metrics": {},
-        "gate": _gate(),
-    }
+    manifest = _manifest("v-late", run_id, gate=_gate())
     final = registry.add_candidate(store, home, tmp, manifest, [kept, gone], [])
     for path in final.iterdir():
         if path.is_file():
@@ -244,16 +249,7 @@ def test_a_forget_scrubs_every_published_copy(store: Store, home: Path, smollm2_
     sid = add_sample(store, smollm2_gguf, hint=SECRET, reward=-1.0, kind="opd")
     run_id = store.db["training_runs"].insert({"status": "running", "started_at": 1.0}).last_pk
     tmp = _run_folder(home, ".tmp-early", sid)
-    manifest = {
-        "version": "v-early",
-        "parent": None,
-        "base_sha256": "x",
-        "created_at": 2.0,
-        "run_id": run_id,
-        "status": "candidate",
-        "metrics": {},
-        "gate": _gate(),
-    }
+    manifest = _manifest("v-early", run_id, gate=_gate())
     final = registry.add_candidate(store, home, tmp, manifest, [sid], [])
     assert SECRET in (final / "manifest.json").read_text()  # published with its words
     store.db["samples"].delete(sid)
@@ -287,15 +283,7 @@ def test_an_adapter_is_on_disk_before_the_database_says_its_samples_are_used(
 
     monkeypatch.setattr(registry.os, "fsync", fsync)
     monkeypatch.setattr(registry.forget, "scrub_published", scrub)
-    manifest = {
-        "version": "v-durable",
-        "parent": None,
-        "base_sha256": "x",
-        "created_at": 0.0,
-        "run_id": run_id,
-        "status": "candidate",
-        "metrics": {},
-    }
+    manifest = _manifest("v-durable", run_id)
     final = registry.add_candidate(store, home, tmp, manifest, taken, [])
     synced = order[: order.index("database")]
     for name in ("adapter.gguf", "manifest.json", "report.json"):
