@@ -14,6 +14,7 @@ Run alone to render a hinted prompt::
 from __future__ import annotations
 
 import copy
+import json
 import sys
 from pathlib import Path
 from typing import Any, Literal
@@ -32,10 +33,26 @@ def _raise(message: str) -> None:
     raise TemplateError(message)
 
 
+def _tojson(
+    value: Any,
+    ensure_ascii: bool = False,
+    indent: int | None = None,
+    separators: tuple[str, str] | None = None,
+    sort_keys: bool = False,
+) -> str:
+    """``tojson`` as chat templates are written for (transformers' renderer): keys in their
+    order and no HTML escaping. Jinja's own sorts the keys and writes ``<`` as ``\\u003c``, so
+    a tool's JSON would not read as what the model was trained on."""
+    return json.dumps(
+        value, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys
+    )
+
+
 class ChatTemplate:
     def __init__(self, template: str, bos_token: str = "", eos_token: str = "") -> None:
         env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
         env.globals["raise_exception"] = _raise
+        env.filters["tojson"] = _tojson
         self._template = env.from_string(template)
         self.bos_token, self.eos_token = bos_token, eos_token
 

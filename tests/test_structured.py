@@ -1,5 +1,6 @@
 """Tools and structured output through the real daemon on SmolLM2 (its template shows no
-tools: the fallback format) with the official OpenAI client: required and named calls parse
+tools: the fallback format) and on the tiny Qwen3 (a Qwen3-style template that renders tools,
+calls and results) with the official OpenAI client: required and named calls parse
 and fit their schema, stream as tool_calls deltas, a tool's result becomes the turn's next
 state; JSON mode and JSON schemas parse; what clawd cannot honour is a 400 naming the field.
 Were these fields dropped, the client would get prose and believe it was understood."""
@@ -84,9 +85,9 @@ def test_a_required_call_parses_fits_its_schema_and_its_result_is_the_next_state
         turns = c.get(f"/v1/conversations/{cid}").json()["turns"]
     assert [t["id"] for t in turns][-2:] == [r.id, after.id]
     assert turns[-2]["tool_calls"][0]["function"]["name"] == call.function.name
-    from clawd.ui.chat import calls_text  # how the TUI shows a stored call
+    from clawd.ui.messages import calls_title  # how the TUI shows a stored call
 
-    assert calls_text(turns[-2]["tool_calls"]).startswith(f"called `{call.function.name}(")
+    assert calls_title(turns[-2]["tool_calls"]) == f"called {call.function.name}"
     assert turns[-2]["next_state"] == {"role": "tool", "content": "18 C and sunny"} | {
         k: v for k, v in turns[-2]["next_state"].items() if k not in ("role", "content")
     }
@@ -209,3 +210,105 @@ def test_bounds_and_strings_the_grammar_builder_lets_through_are_kept() -> None:
     fixed = structured.fitted('{"stars": 4, "confidence": 101, "notes": [-2.5, 3]}', form)
     assert json.loads(fixed) == {"stars": 4, "confidence": 1, "notes": [0.0, 3]}
     assert structured.fitted('{"stars": 4, "confi', form) == '{"stars": 4, "confi'  # cut
+
+
+MODE = {
+    "type": "function",
+    "function": {
+        "name": "set_mode",
+        "description": "Switch the editor's mode",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "mode": {"type": "string", "enum": ["insert", "normal"]},
+                "count": {"type": "integer", "minimum": 0, "maximum": 9},
+            },
+            "required": ["mode", "count"],
+        },
+    },
+}
+READ = {
+    "type": "function",
+    "function": {
+        "name": "read_file",
+        "parameters": {"type": "object", "properties": {"path": {"type": "string"}}},
+    },
+}
+AGENT = [  # an editor agent's request: its system prompt, a call it made, the tool's result
+    {"role": "system", "content": "You are a coding agent inside an editor."},
+    {"role": "user", "content": "Open main.py, then switch to insert mode."},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "call_1",
+                "type": "function",
+                "function": {"name": "read_file", "arguments": '{"path": "main.py"}'},
+            }
+        ],
+    },
+    {"role": "tool", "tool_call_id": "call_1", "content": "print('hello')"},
+]
+
+
+@pytest.fixture(scope="module")
+def qwen3(
+    tiny_qwen3_gguf: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[openai.OpenAI]:
+    d = start_daemon(tiny_qwen3_gguf, tmp_path_factory.mktemp("structured-qwen3-home"))
+    yield openai.OpenAI(base_url=f"{d.url}/v1", api_key=d.token, max_retries=0)
+    d.stop()
+
+
+def test_a_qwen3_template_shows_the_tools_and_an_editor_agent_gets_its_call(
+    qwen3: openai.OpenAI, tiny_qwen3_gguf: Path
+) -> None:
+    """On a model whose template renders tools (Qwen3's way), they go through the template, not
+    the fallback; an agent's history with its earlier call and the tool's result renders; a
+    named call comes back whole, streamed or not."""
+    from clawd.chattemplate import ChatTemplate
+
+    template = ChatTemplate.from_gguf(tiny_qwen3_gguf)
+    tools = [READ, MODE, WEATHER]
+    assert structured.renders_tools(template.render, AGENT, tools)
+    shown = template.render(AGENT, tools=tools)
+    assert '"name": "set_mode"' in shown and structured.FALLBACK not in shown
+    assert "<tool_response>\nprint('hello')\n</tool_response>" in shown
+    named = {"type": "function", "function": {"name": "set_mode"}}
+    r = qwen3.chat.completions.create(
+        model="clawd", messages=AGENT, tools=tools, tool_choice=named, max_tokens=120, seed=3
+    )
+    [call] = r.choices[0].message.tool_calls
+    args = json.loads(call.function.arguments)
+    assert call.function.name == "set_mode" and r.choices[0].finish_reason == "tool_calls"
+    assert args["mode"] in ("insert", "normal") and 0 <= args["count"] <= 9
+    stream = qwen3.chat.completions.create(
+        model="clawd",
+        messages=AGENT,
+        tools=tools,
+        tool_choice=named,
+        max_tokens=120,
+        seed=4,
+        stream=True,
+    )
+    chunks = [c for c in stream if c.choices]
+    calls = [d for c in chunks for d in (c.choices[0].delta.tool_calls or [])]
+    assert [c.function.name for c in calls] == ["set_mode"]
+    assert set(json.loads(calls[0].function.arguments)) == {"mode", "count"}
+    follow = [
+        *AGENT,
+        r.choices[0].message.model_dump(exclude_none=True),
+        {"role": "tool", "tool_call_id": call.id, "content": "mode: insert"},
+    ]
+    after = qwen3.chat.completions.create(model="clawd", messages=follow, max_tokens=4)
+    assert after.choices[0].finish_reason in ("stop", "length")
+
+
+def test_a_template_s_tojson_writes_json_as_the_model_was_trained_on() -> None:
+    """Keys in their order and `<` as itself, as transformers renders chat templates (Jinja's
+    own filter sorts keys and writes \\u003c)."""
+    from clawd.chattemplate import ChatTemplate
+
+    shown = ChatTemplate("{{ tool | tojson }}").render([], tool={"name": "f", "about": "<b>"})
+    assert shown == '{"name": "f", "about": "<b>"}'

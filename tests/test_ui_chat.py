@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 from textual.pilot import Pilot
+from textual.widgets import Collapsible, Static
 
 from clawd.ui.app import ClawdApp
 from clawd.ui.client import Client
@@ -178,3 +179,48 @@ def test_a_daemon_that_is_down_or_refuses_the_token_is_a_notification(
     refused = asyncio.run(run(Client(daemon.url, "wrong-token")))
     assert any("refused the token" in m and "clawd token" in m for m in refused)
     assert daemon.health()["status"] == "ok"
+
+
+def test_an_editor_s_tool_call_shows_folded_with_its_result(
+    daemon: RunningDaemon, tmp_path: Path
+) -> None:
+    """A conversation an editor agent had (a call, then the tool's answer) opens with the call
+    folded like thinking: its title names the function, its body the arguments and result."""
+    from clawd.ui.chat import tool_result
+
+    tool = {
+        "type": "function",
+        "function": {
+            "name": "get_time",
+            "parameters": {"type": "object", "properties": {"zone": {"type": "string"}}},
+        },
+    }
+    ask_ = [{"role": "user", "content": "What time is it in Tokyo?"}]
+    with daemon.client() as c:
+        r = c.post(
+            "/v1/chat/completions",
+            json={
+                "messages": ask_,
+                "tools": [tool],
+                "tool_choice": "required",
+                "max_tokens": 80,
+                "seed": 1,
+            },
+        ).json()
+        message = r["choices"][0]["message"]
+        call = message["tool_calls"][0]
+        follow = [*ask_, message, {"role": "tool", "tool_call_id": call["id"], "content": "09:41"}]
+        c.post("/v1/chat/completions", json={"messages": follow, "max_tokens": 4})
+        cid = r["clawd"]["conversation_id"]
+        stored = c.get(f"/v1/conversations/{cid}").json()["turns"][0]
+    assert tool_result(stored) == "09:41"
+
+    async def scenario(pilot: Pilot, app: ClawdApp) -> None:
+        await app.chat.open(cid)
+        view = await until(pilot, lambda: answers(app) and answers(app)[0])
+        folded = view.query_one(".tools", Collapsible)
+        assert folded.display and folded.collapsed and folded.title == "called get_time"
+        body = str(view.query_one(".tool-calls", Static).content)
+        assert body.startswith("get_time(") and body.endswith("result: 09:41")
+
+    drive(daemon, tmp_path, scenario)

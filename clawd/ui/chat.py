@@ -107,11 +107,13 @@ class ChatPane(Horizontal):
             views.append(
                 MessageView(
                     "assistant",
-                    calls_text(turn.get("tool_calls")) or turn["response"] or "",
+                    turn["response"] or "",
                     reasoning=turn["reasoning"] or "",
                     response_id=turn["id"],
                     adapter=turn["adapter_version"],
                     rating=ratings[-1] if ratings else None,
+                    calls=turn.get("tool_calls"),
+                    result=tool_result(turn),
                 )
             )
         await log.mount_all(views)
@@ -365,9 +367,7 @@ class ChatPane(Horizontal):
         return path
 
 
-def calls_text(calls: list[dict[str, Any]] | None) -> str:
-    """An answer that called tools, as the chat shows it: one line per call."""
-    return "\n".join(
-        f"called `{c['function']['name']}({c['function'].get('arguments', '')})`"
-        for c in calls or []
-    )
+def tool_result(turn: dict[str, Any]) -> str | None:
+    """What the tool answered to the calls of ``turn`` (its next state), if it came back."""
+    nxt = turn.get("next_state") or {}
+    return nxt.get("content") if turn.get("tool_calls") and nxt.get("role") == "tool" else None

@@ -1,5 +1,6 @@
-"""The pieces of a chat: one message (streamed markdown, folded thinking, adapter label, rating,
-the memories it used and the ones your reply made), the composer (Enter sends, Shift+Enter or
+"""The pieces of a chat: one message (streamed markdown, folded thinking, folded tool calls
+with the tool's result, adapter label, rating, the memories it used and the ones your reply
+made), the composer (Enter sends, Shift+Enter or
 Ctrl+J adds a line), and Markdown export.
 
 Not run alone; ``clawd.ui.chat`` puts them together.
@@ -52,9 +53,12 @@ class MessageView(Vertical, can_focus=True):
         response_id: str | None = None,
         adapter: str | None = None,
         rating: int | None = None,
+        calls: list[dict[str, Any]] | None = None,
+        result: str | None = None,
     ) -> None:
         super().__init__(classes=f"message {role}")
         self.role, self.text, self.reasoning = role, text, reasoning
+        self.calls, self.result = calls or [], result  # tool calls made; the tool's answer
         self.response_id, self.adapter, self.rating = response_id, adapter, rating
         self.state = "done" if text or role == "user" else "waiting"
         self._stream: MarkdownStream | None = None
@@ -67,6 +71,8 @@ class MessageView(Vertical, can_focus=True):
         if self.role == "assistant":
             with Collapsible(title="thinking", collapsed=True, classes="thinking"):
                 yield Static(self.reasoning, classes="reasoning")
+            with Collapsible(title=calls_title(self.calls), collapsed=True, classes="tools"):
+                yield Static(calls_body(self.calls, self.result), classes="tool-calls")
         yield Markdown(self.text, classes="body")
         if self.role == "assistant":
             with Collapsible(title="memory", collapsed=True, classes="memory"):
@@ -76,6 +82,7 @@ class MessageView(Vertical, can_focus=True):
     def on_mount(self) -> None:
         if self.role == "assistant":
             self.query_one(".thinking", Collapsible).display = bool(self.reasoning)
+            self.query_one(".tools", Collapsible).display = bool(self.calls)
             self.query_one(".memory", Collapsible).display = False
             self.query_one(".remembered", Static).display = False
         self.can_focus = self.role == "assistant"
@@ -256,3 +263,24 @@ def to_markdown(conversation: dict[str, Any]) -> str:
             mark = "good" if fb["rating"] == 1 else "bad"
             lines += [f"*Feedback: {mark}{' - ' + fb['comment'] if fb['comment'] else ''}*", ""]
     return "\n".join(lines).rstrip() + "\n"
+
+
+RESULT_CHARS = 2000  # of a tool's result shown unfolded; the rest is in the conversation
+
+
+def calls_title(calls: list[dict[str, Any]]) -> str:
+    """The folded line of an answer that called tools: "called get_weather, get_time"."""
+    return "called " + ", ".join(c["function"]["name"] for c in calls) if calls else "tools"
+
+
+def calls_body(calls: list[dict[str, Any]], result: str | None) -> Text:
+    """Each call with its arguments, then what the tool answered (when it came back)."""
+    body = Text()
+    for c in calls:
+        body.append(c["function"]["name"], style="bold")
+        body.append(f"({c['function'].get('arguments', '')})\n")
+    if result is not None:
+        shown = result if len(result) <= RESULT_CHARS else result[:RESULT_CHARS] + " …"
+        body.append("result: ", style="dim")
+        body.append(shown)
+    return body
