@@ -8,7 +8,7 @@ update itself has the same threads in both arms and the difference is what Ray a
 connecting, shipping clawd's code and the model, starting a worker, streaming steps and
 returning the folder. Arms alternate for ``--rounds`` rounds after one warm-up run each (the
 torch conversion cache and the worker's model cache are then warm in both). The figure is the
-ratio of median wall seconds of ``clawd.training.run.run`` (gate included) and of the seconds
+ratio of median wall seconds of ``clawd.training.train.run`` (gate included) and of the seconds
 to the first step.
 
     .venv/bin/python -m bench.raytrain [--model smollm2-135m] [--rounds 3] [--samples 6]
@@ -28,7 +28,7 @@ from pathlib import Path
 from clawd.config import Settings, clawd_home
 from clawd.models import resolve
 from clawd.store.db import Store
-from clawd.training import run as train
+from clawd.training import train
 from fixtures.raycluster import start_cluster
 from fixtures.samples import add_sample
 

@@ -28,8 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from clawd.chattemplate import ChatTemplate, teacher_messages
 from clawd.config import clawd_home
 from clawd.models import resolve
-from clawd.training import ppo, torchmodel
-from clawd.training import run as train
+from clawd.training import ppo, torchmodel, train
 from clawd.training.batches import Example, collate
 
 ANSWER = (

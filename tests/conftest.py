@@ -79,7 +79,7 @@ def lived_in_daemon(smollm2_gguf: Path, torch_cache: Path, tmp_path_factory):
     """
     from clawd.config import Settings
     from clawd.store.db import Store
-    from clawd.training import run as train
+    from clawd.training import train
     from fixtures.daemon import start_daemon
     from tests.test_train import add_sample, small
 

@@ -13,8 +13,7 @@ from typer.testing import CliRunner
 
 from clawd.cli.main import app
 from clawd.store.db import Store
-from clawd.training import earlier
-from clawd.training import run as train
+from clawd.training import earlier, train
 from fixtures.samples import add_sample
 from tests.test_train import settings_for, shared_torch_cache, small  # noqa: F401 (a fixture)
 

@@ -12,7 +12,7 @@ import torch
 
 from clawd.store import record
 from clawd.store.db import Store
-from clawd.training import run as train
+from clawd.training import train
 from tests.test_train import add_sample, settings_for, shared_torch_cache, small
 
 __all__ = ["shared_torch_cache"]  # the autouse fixture applies here too

@@ -14,8 +14,7 @@ import pytest
 
 from clawd.config import Settings
 from clawd.store.db import Store
-from clawd.training import remote
-from clawd.training import run as train
+from clawd.training import remote, train
 from fixtures.daemon import start_daemon
 from fixtures.raycluster import Cluster, start_cluster
 from tests.test_signals_daemon import wait_for

@@ -17,8 +17,7 @@ from clawd.signals.rules import LEARNABLE_KINDS
 from clawd.signals.waiting import why_no_run
 from clawd.store.db import Store
 from clawd.threads import openmp_env, openmp_wait
-from clawd.training import ppo
-from clawd.training import run as train
+from clawd.training import ppo, train
 from fixtures.samples import LONG, QUESTION, add_sample, tokenize
 from tests.test_export import llama_logprobs
 

@@ -14,7 +14,7 @@ import pytest
 from clawd import trainlock
 from clawd.adapters import registry
 from clawd.store.db import Store
-from clawd.training.run import TrainingError, run_lock
+from clawd.training.train import TrainingError, run_lock
 
 HOLD = """
 import sys, time

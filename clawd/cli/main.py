@@ -18,8 +18,9 @@ from rich.table import Table
 
 from clawd import __version__
 from clawd.cli.adapters import adapters_app
-from clawd.cli.learn import signals_app, train_cmd
 from clawd.cli.memory import memory_app
+from clawd.cli.signals import signals_app
+from clawd.cli.train import train_cmd
 from clawd.cli.util import err, fail, out
 from clawd.config import (
     ConfigError,

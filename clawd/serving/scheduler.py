@@ -7,7 +7,7 @@
 - ``idle``: every minute, start a run early when at least ``train_min_samples`` approved samples
   wait and nobody has sent a request for ``train_idle_minutes``.
 
-Training runs as a separate process (``python -m clawd.training.run``) at low priority: the
+Training runs as a separate process (``python -m clawd.training.train``) at low priority: the
 daemon keeps serving, and survives the trainer crashing. Its output goes to ``CLAWD_HOME/logs/``.
 A trainer that cannot start is a 503 for ``POST /v1/train``; for the nightly and idle jobs it is
 a ``train`` event naming why (once per reason), and they try again at their next time.
@@ -141,7 +141,7 @@ class Jobs:
             logs.mkdir(parents=True, exist_ok=True)
             with open(logs / f"train-{time.strftime('%Y%m%d-%H%M%S')}.log", "wb") as out:
                 self.trainer = subprocess.Popen(
-                    [sys.executable, "-m", "clawd.training.run", trigger],
+                    [sys.executable, "-m", "clawd.training.train", trigger],
                     env=env,
                     stdout=out,
                     stderr=subprocess.STDOUT,

@@ -1,6 +1,6 @@
 """What waits to be learned: whether a training run now would learn anything, and why not.
 
-The one check that the trainer (``clawd.training.run``), ``POST /v1/train`` and the daemon's
+The one check that the trainer (``clawd.training.train``), ``POST /v1/train`` and the daemon's
 idle trigger share, so that none of them starts a run the others would refuse: no approved
 sample, none that the training method can use (``rules.nothing_to_learn``), or samples that
 all scored the same with no hint to learn from (``rules.nothing_to_tell_apart``). Given the

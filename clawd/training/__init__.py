@@ -3,6 +3,6 @@ update as a pure function (here or on a Ray cluster), one run (export, gate) and
 
 In: approved samples from ``clawd.store``. Out: a version folder published through
 ``clawd.adapters.registry`` as a candidate. Runs as its own process
-(``python -m clawd.training.run``); must not import ``clawd.serving``, ``clawd.cli`` or
+(``python -m clawd.training.train``); must not import ``clawd.serving``, ``clawd.cli`` or
 ``clawd.ui``.
 """

@@ -1,6 +1,6 @@
 """The settings of one training run, checked on creation, and how they follow from ``Settings``.
 
-Shared by the run (``clawd.training.run``) and the update (``clawd.training.ppo``), so that
+Shared by the run (``clawd.training.train``) and the update (``clawd.training.ppo``), so that
 neither imports the other for it.
 
 Run alone to print the run settings the effective configuration gives::

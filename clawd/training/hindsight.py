@@ -11,7 +11,7 @@ candidates (sampled answers, one written with the hint's pull amplified) and oth
 chose no more compliant answers on SmolLM2-135M and were removed (docs/experiments.md,
 "Removed from the code").
 
-Run alone: see ``clawd.training.run`` with ``train_method = "hindsight"`` (this module has no
+Run alone: see ``clawd.training.train`` with ``train_method = "hindsight"`` (this module has no
 state of its own).
 """
 

@@ -9,7 +9,7 @@ coefficient adapts step by step, with ``unlikelihood`` a term against repeated p
 pre-update weights passes ``target_kl``, and a step that lands past ``overshoot`` times it is
 undone and retaken at half the rate. It raises on a non-finite loss or gradient.
 
-Run alone: see ``clawd.training.run`` (this module has no state of its own).
+Run alone: see ``clawd.training.train`` (this module has no state of its own).
 """
 
 from __future__ import annotations

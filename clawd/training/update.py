@@ -10,7 +10,7 @@ and knows no CLAWD_HOME: the same call runs in the trainer process (``train_back
 and on a Ray worker (``clawd.training.remote``); the caller records steps, runs the gate and
 settles the samples.
 
-Run alone: see ``clawd.training.run``, which builds the inputs from the store.
+Run alone: see ``clawd.training.train``, which builds the inputs from the store.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ waiting.
 
 Run alone (what ``clawd train --now`` and the daemon's nightly job run)::
 
-    python -m clawd.training.run
+    python -m clawd.training.train
 """
 
 from __future__ import annotations
