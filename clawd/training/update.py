@@ -88,7 +88,6 @@ def update(
     (points of the update the gate may fall back on, latest first: ``clawd.training.earlier``),
     ``ended`` and ``steps``; the report's ``seconds`` says how long each phase took. Raises
     TrainingError (or ppo.NonFinite) and leaves ``out`` incomplete."""
-    from clawd.adapters.export import export_gguf
     from clawd.adapters.gate import ABILITY_TOKENS, HeldOut, general_prompts
     from clawd.chattemplate import ChatTemplate
     from clawd.training import torchmodel
@@ -114,17 +113,7 @@ def update(
     model = ppo.peft_model(base, cfg, inputs.parent_peft)
     template = ChatTemplate.from_gguf(model_path)
     device = next(model.parameters()).device
-    replay = [r for r in inputs.replay if r["model_sha256"] in (None, inputs.digest)]
-    examples, skipped = build_examples(inputs.samples, tok, template, cfg, device=device)
-    replayed, _ = build_examples(replay, tok, template, cfg, device=device)
-    if not examples:
-        raise TooLong(cfg.max_seq_len, skipped)
-    # Every fifth new sample (from five on) is held out for the promotion gate; a sample that
-    # was held out before trains now instead, so every sample trains eventually.
-    fresh = [e for e, s in zip(examples, _fitting(inputs.samples, examples), strict=True) if not s]
-    heldout = fresh[4::5] if len(examples) >= 5 else []
-    held_ids = {e.sample_id for e in heldout}
-    examples = [e for e in examples if e.sample_id not in held_ids]
+    examples, heldout, replayed, skipped = _split(inputs, tok, template, device)
     trained_ids = [e.sample_id for e in examples]
     own = own_prompts([*examples, *heldout, *replayed], cfg.gate_own_prompts)
     examples += replayed
@@ -158,52 +147,14 @@ def update(
     if cfg.unlikelihood > 0 and own:
         found, repeats_written = repeats.own_repeats(model, own, ABILITY_TOKENS, eos)
         lap("repeats")
-    total = cfg.epochs * math.ceil(len(examples) / cfg.batch_size)
-    total += cfg.max_halvings if cfg.target_kl > 0 else 0  # steps the trust region may retake
-    steps: list[dict[str, float]] = []
-
-    def step(m: dict[str, float]) -> None:
-        m = {**m, "total_steps": total}  # lets a progress bar know how far the run is
-        steps.append(m)
-        if on_step:
-            on_step(m)
-
-    trainable = [p for p in model.parameters() if p.requires_grad]
-    kept: dict[int, tuple[dict[str, Any], list[torch.Tensor]]] = {}
-
-    def keep(state: dict[str, Any]) -> None:  # earlier points, for the gate to fall back on
-        # after an undone step the same count comes again, same weights, halved rate: the
-        # first is the state those weights were reached in
-        n = state["steps"]
-        if cfg.gate_retries and earlier.on_grid(n) and n not in kept:
-            kept[n] = (state, [p.detach().to("cpu", copy=True) for p in trainable])
-
-    ended = ppo.train_steps(
-        model,
-        examples,
-        cfg,
-        step,
-        kl_coef=inputs.kl_coef,
-        on_kept=keep,
-        repeats=found,
-    )
+    ended, steps, kept, trainable = _steps(model, examples, cfg, inputs.kl_coef, found, on_step)
     lap("train")
     if not steps:
         raise TrainingError(
             f"the first step was already past the trust region (KL {ended.get('kl_step', 0):.3f} "
             f"> train_target_kl {cfg.target_kl}): nothing was learned"
         )
-    model.save_pretrained(out / "peft")
-    export_gguf(out / "peft", model_path, out / "adapter.gguf")
-    points = []  # written as PEFT folders only: the run exports one if the gate asks for it
-    for n in earlier.points_to_try(ended["steps"], sorted(kept), cfg.gate_retries):
-        state, values = kept[n]
-        with torch.no_grad():
-            for p, v in zip(trainable, values, strict=True):
-                p.copy_(v)
-        folder = Path("earlier") / f"step-{n}" / "peft"
-        model.save_pretrained(out / folder)
-        points.append({**state, "peft": str(folder)})
+    points = _export(model, model_path, out, ended, kept, trainable, cfg.gate_retries)
     lap("export")
     report = {
         "status": "succeeded",
@@ -245,6 +196,95 @@ def update(
         "ended": ended,
         "skipped": skipped,
     }
+
+
+def _steps(
+    model: Any,
+    examples: list[Example],
+    cfg: TrainConfig,
+    kl_coef: float | None,
+    found: list[repeats.Repeat],
+    on_step: OnStep | None,
+) -> tuple[dict[str, Any], list[dict[str, float]], dict[int, Any], list[torch.Tensor]]:
+    """The update's steps (``ppo.train_steps``): how it ended, every step's metrics (each also
+    to ``on_step``, with the run's ``total_steps``), the earlier points kept for the gate (their
+    weights, by step count) and the trainable parameters they are values of."""
+    total = cfg.epochs * math.ceil(len(examples) / cfg.batch_size)
+    total += cfg.max_halvings if cfg.target_kl > 0 else 0  # steps the trust region may retake
+    steps: list[dict[str, float]] = []
+
+    def step(m: dict[str, float]) -> None:
+        m = {**m, "total_steps": total}  # lets a progress bar know how far the run is
+        steps.append(m)
+        if on_step:
+            on_step(m)
+
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    kept: dict[int, tuple[dict[str, Any], list[torch.Tensor]]] = {}
+
+    def keep(state: dict[str, Any]) -> None:  # earlier points, for the gate to fall back on
+        # after an undone step the same count comes again, same weights, halved rate: the
+        # first is the state those weights were reached in
+        n = state["steps"]
+        if cfg.gate_retries and earlier.on_grid(n) and n not in kept:
+            kept[n] = (state, [p.detach().to("cpu", copy=True) for p in trainable])
+
+    ended = ppo.train_steps(
+        model,
+        examples,
+        cfg,
+        step,
+        kl_coef=kl_coef,
+        on_kept=keep,
+        repeats=found,
+    )
+    return ended, steps, kept, trainable
+
+
+def _split(
+    inputs: UpdateInputs, tok: Any, template: Any, device: Any
+) -> tuple[list[Example], list[Example], list[Example], list[int]]:
+    """The run's samples as examples: (to train, held out for the gate, replayed, skipped as
+    too long). Raises TooLong when no new sample fits."""
+    cfg = inputs.cfg
+    replay = [r for r in inputs.replay if r["model_sha256"] in (None, inputs.digest)]
+    examples, skipped = build_examples(inputs.samples, tok, template, cfg, device=device)
+    replayed, _ = build_examples(replay, tok, template, cfg, device=device)
+    if not examples:
+        raise TooLong(cfg.max_seq_len, skipped)
+    # Every fifth new sample (from five on) is held out for the promotion gate; a sample that
+    # was held out before trains now instead, so every sample trains eventually.
+    fresh = [e for e, s in zip(examples, _fitting(inputs.samples, examples), strict=True) if not s]
+    heldout = fresh[4::5] if len(examples) >= 5 else []
+    held_ids = {e.sample_id for e in heldout}
+    return [e for e in examples if e.sample_id not in held_ids], heldout, replayed, skipped
+
+
+def _export(
+    model: Any,
+    model_path: Path,
+    out: Path,
+    ended: dict[str, Any],
+    kept: dict[int, tuple[dict[str, Any], list[torch.Tensor]]],
+    trainable: list[torch.Tensor],
+    retries: int,
+) -> list[dict[str, Any]]:
+    """Write the update (PEFT and GGUF) and the earlier points the gate may fall back on (PEFT
+    only: the run exports one if the gate asks for it); returns those points, latest first."""
+    from clawd.adapters.export import export_gguf
+
+    model.save_pretrained(out / "peft")
+    export_gguf(out / "peft", model_path, out / "adapter.gguf")
+    points = []
+    for n in earlier.points_to_try(ended["steps"], sorted(kept), retries):
+        state, values = kept[n]
+        with torch.no_grad():
+            for p, v in zip(trainable, values, strict=True):
+                p.copy_(v)
+        folder = Path("earlier") / f"step-{n}" / "peft"
+        model.save_pretrained(out / folder)
+        points.append({**state, "peft": str(folder)})
+    return points
 
 
 def own_prompts(examples: list[Example], limit: int, max_tokens: int = 1024) -> list[list[int]]:
