@@ -4,18 +4,23 @@
   install.sh put it there, otherwise pulled once (through the real pull code) into
   ``.cache/test-models``.
 - ``tiny_qwen3_gguf``: a random-weight Qwen3 written by ``fixtures.tinymodel`` for this session.
+- ``daemon`` (per module, on each fixture model; a module may define its own) and ``client``,
+  the official OpenAI client on it.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
+import openai
 import pytest
 
 from clawd.config import clawd_home
 from clawd.models import installed, pull
 from clawd.threads import openmp_env
+from fixtures.daemon import RunningDaemon, start_daemon
 
 # The tests train in this process: its OpenMP threads wait as a trainer's do (set before torch
 # loads). Beside a busy machine the default spinning made these tests 5-8 times slower.
@@ -103,3 +108,16 @@ def lived_in_daemon(smollm2_gguf: Path, torch_cache: Path, tmp_path_factory):
     )
     yield daemon, summary["version"]
     daemon.stop()
+
+
+@pytest.fixture(scope="module")
+def daemon(any_gguf: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningDaemon]:
+    d = start_daemon(any_gguf, tmp_path_factory.mktemp("daemon-home"))
+    yield d
+    d.stop()
+    assert d.proc.returncode is not None
+
+
+@pytest.fixture
+def client(daemon: RunningDaemon) -> openai.OpenAI:
+    return openai.OpenAI(base_url=f"{daemon.url}/v1", api_key=daemon.token, max_retries=0)

@@ -49,11 +49,6 @@ def daemon(smollm2_gguf: Path, tmp_path_factory: pytest.TempPathFactory) -> Iter
     d.stop()
 
 
-@pytest.fixture
-def client(daemon: RunningDaemon) -> openai.OpenAI:
-    return openai.OpenAI(base_url=f"{daemon.url}/v1", api_key=daemon.token, max_retries=0)
-
-
 def test_a_required_call_parses_fits_its_schema_and_its_result_is_the_next_state(
     daemon: RunningDaemon, client: openai.OpenAI
 ) -> None:
