@@ -45,13 +45,12 @@ def body(i: int) -> dict:
         "max_tokens": 12,
         "temperature": 0,
         "stream": True,
-        "stream_options": {"include_usage": True},
     }
 
 
 def stream(c: httpx.Client, i: int) -> dict:
     t0 = time.perf_counter()
-    first, text, version, ok, engine_ttft, cached = None, [], "?", True, None, None
+    first, text, version, ok = None, [], "?", True
     try:
         with c.stream("POST", "/v1/chat/completions", json=body(i)) as r:
             ok = r.status_code == 200
@@ -65,9 +64,6 @@ def stream(c: httpx.Client, i: int) -> dict:
                     text.append(delta["content"])
                 if "clawd" in data:
                     version = data["clawd"]["adapter_version"]
-                    engine_ttft = data["clawd"]["ttft_ms"]
-                if data.get("usage"):
-                    cached = data["usage"]["prompt_tokens_details"]["cached_tokens"]
     except httpx.HTTPError:
         ok = False
     end = time.perf_counter()
@@ -79,8 +75,6 @@ def stream(c: httpx.Client, i: int) -> dict:
         "ttft": (first or end) - t0,
         "start": t0,
         "client": i,
-        "engine_ttft_ms": engine_ttft,
-        "cached": cached,
     }
 
 

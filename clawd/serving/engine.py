@@ -76,13 +76,19 @@ class Result:
     finish_reason: str  # "stop", "length" or "cancelled"
     cached_tokens: int
     adapter_version: str | None
-    ttft_ms: float
     total_ms: float
     # time.perf_counter() when the worker took the job, sampled the first token and released
-    # the first content (0.0: never), for the request's timeline (``Result.marks``)
+    # the first content (0.0: never), for the request's timeline (``clawd.timings_ms``)
     started_at: float = 0.0
     first_token_at: float = 0.0
     first_content_at: float = 0.0
+
+    @property
+    def ttft_ms(self) -> float:
+        """The engine's own time to the first token (the whole time when none came)."""
+        if not self.first_token_at:
+            return self.total_ms
+        return (self.first_token_at - self.started_at) * 1000
 
 
 @dataclass
@@ -223,7 +229,7 @@ class Engine:
                             self.idle.set()
 
     def _empty(self, job: _Job, reason: str) -> Result:
-        return Result(job.prompt, [], "", "", reason, 0, self.adapter_version, 0.0, 0.0)
+        return Result(job.prompt, [], "", "", reason, 0, self.adapter_version, 0.0)
 
     def _generate(self, job: _Job) -> Result:
         import llama_cpp
@@ -235,7 +241,7 @@ class Engine:
         answer = _Answer(llm, params, job.on_delta, self.thinks, budget)
         shaper, out_ids = answer.shaper, answer.out_ids
         opening = params.shape.opening if params.shape else None
-        finish, t0, ttft = "length", time.perf_counter(), None
+        finish, t0 = "length", time.perf_counter()
         vocab = llm._model.vocab
         grammar = None
         if params.grammar:
@@ -257,9 +263,7 @@ class Engine:
                 reset=True,
                 grammar=grammar,
             ):
-                if ttft is None:
-                    answer.first["token"] = time.perf_counter()
-                    ttft = (answer.first["token"] - t0) * 1000
+                answer.first.setdefault("token", time.perf_counter())
                 if job.cancel.is_set():
                     finish = "cancelled"
                     break
@@ -300,7 +304,6 @@ class Engine:
             finish,
             cached,
             self.adapter_version,
-            ttft or total,
             total,
             t0,
             answer.first.get("token", 0.0),
