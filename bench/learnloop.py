@@ -148,7 +148,7 @@ class Loop:
         """Greedy answers to the held-out prompts, as served (the user's memories in context)
         and with ``X-Clawd-Memory: 0`` (what the weights alone do: what consolidation made
         stick)."""
-        scores, examples, weights = [], [], []
+        scores, examples, weights, plain = [], [], [], []
         for prompt in self.persona.eval_prompts[: self.cfg.eval_prompts]:
             for memory, into in (("1", scores), ("0", weights)):
                 a = self.chat(
@@ -159,14 +159,14 @@ class Loop:
                 )
                 text = a["choices"][0]["message"]["content"]
                 into.append(self.persona.compliance(text))
-                if memory == "1":
-                    examples.append(text)
+                (examples if memory == "1" else plain).append(text)
         mems = self.http.get("/v1/memories").json()["data"]
         return {
             "compliance": statistics.fmean(scores),
             # the same prompts without the memories in context: the weights alone
             "compliance_without_memory": statistics.fmean(weights),
             "scores_without_memory": weights,
+            "examples_without_memory": plain,
             "memories": [
                 {"text": m["text"], "status": m["status"], "gap": m["gap"], "base": m["base_gap"]}
                 for m in mems

@@ -10,7 +10,7 @@ as the daemon does, until a reply has made a memory or ``--replies`` replies wer
 every held-out prompt of the user is answered ``--samples`` times in three arms, same seeds:
 without memories (``off``), with them in the system message only (``prompt``:
 ``clawd.store.memories.system_block``, the daemon's block) and as the daemon serves them
-(``on``: the block and what decoding keeps of them, ``clawd.serving.shaping``); each answer is
+(``on``: the block and what decoding keeps of them, ``clawd.signals.shaping``); each answer is
 checked against each preference.
 
 Printed per user and preference: k/n answers that meet it in each arm, with 95% Wilson
@@ -37,8 +37,8 @@ from bench.users import load
 from clawd.config import load_settings
 from clawd.models import resolve
 from clawd.serving.engine import Engine, GenParams, generate_blocking
-from clawd.serving.shaping import Shape, shape_of
 from clawd.signals.memory import remember
+from clawd.signals.shaping import Shape, shape_of
 from clawd.store import memories
 from clawd.store.db import Store
 

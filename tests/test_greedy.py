@@ -34,3 +34,47 @@ def test_batched_greedy_answers_are_cut_and_within_their_budget(
     for a in answers:
         assert 0 < len(a) <= 24
         assert not any(t in eos for t in a[:-1])
+
+
+def test_a_shaped_answer_opens_ends_and_asks_as_the_daemon_serves_it(
+    smollm2_gguf: Path, torch_cache: Path
+) -> None:
+    """``shaped_answer`` under a name and a one-sentence limit: the answer opens with the name,
+    forced; it ends after its first sentence with a forced end of turn; the tokens the model
+    chose are marked 0. Under "end with a question" an answer that would end without one
+    goes on with the forced "Would you like", which the model finishes (up to its sentence's
+    end)."""
+    from clawd.signals.shaping import CLOSING, shape_of
+    from clawd.training.greedy import shaped_answer
+
+    model, tok = torchmodel.load(smollm2_gguf, torch_cache)
+    model.eval()
+    template = ChatTemplate.from_gguf(smollm2_gguf)
+    eos = torchmodel.end_tokens(tok)
+    system = "Address the user as Noor.\nKeep answers to one sentence."
+    msgs = [
+        {"role": "system", "content": system},
+        {"role": "user", "content": "Why is the sky blue?"},
+    ]
+    prompt = tok(template.render(msgs), add_special_tokens=False)["input_ids"]
+    shape = shape_of(system.split("\n"), first_answer=True)
+    answer, forced = shaped_answer(model, prompt, shape, tok, 96, eos)
+    assert len(answer) == len(forced) <= 96
+    opening = tok("Noor,", add_special_tokens=False)["input_ids"]
+    assert answer[: len(opening)] == opening and forced[: len(opening)] == [1.0] * len(opening)
+    assert answer[-1] == eos[0] and forced[-1] == 1.0  # the limit ended it
+    text = tok.decode(answer[:-1])
+    assert text.startswith("Noor,") and text.rstrip()[-1] in ".!?"
+    assert sum(forced) == len(opening) + 1 and 0.0 in forced
+    ask = shape_of(["End every answer with a question."], first_answer=False)
+    plain = [{"role": "user", "content": "What is 2+2?"}]
+    prompt = tok(template.render(plain), add_special_tokens=False)["input_ids"]
+    answer, forced = shaped_answer(model, prompt, ask, tok, 96, eos)
+    text = tok.decode(answer, skip_special_tokens=True)
+    if CLOSING in text:  # the model ended without a question: decoding asked one
+        closing = tok(CLOSING, add_special_tokens=False)["input_ids"]
+        start = text.index(CLOSING)
+        ended = forced[-1] == 1.0 and answer[-1] == eos[0]  # the question's end ended it
+        assert sum(forced) == len(closing) + ended and len(text) > start + len(CLOSING)
+    else:
+        assert "?" in text

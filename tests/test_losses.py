@@ -185,3 +185,17 @@ def test_unlikelihood_pushes_down_the_marked_tokens_only_and_stays_finite() -> N
     assert torch.isfinite(certain) and certain.item() > 10
     with pytest.raises(ValueError):
         losses.unlikelihood_loss(logp, marked, 0.0)
+
+
+def test_likelihood_raises_the_marked_tokens_alike_whatever_their_probability() -> None:
+    """-sum(marked * logp) / normaliser: the gradient on each marked token's log-prob is
+    -1 / normaliser, a token at 1e-5 as much as one at 0.5; unmarked ones get none."""
+    logp = torch.log(torch.tensor([[1e-5, 0.5, 0.2]])).requires_grad_()
+    marked = torch.tensor([[1.0, 1.0, 0.0]])
+    loss = losses.likelihood_loss(logp, marked, 4.0)
+    assert loss.item() == pytest.approx(-(logp[0, 0] + logp[0, 1]).item() / 4.0)
+    loss.backward()
+    assert logp.grad.tolist() == [[-0.25, -0.25, 0.0]]
+    assert losses.likelihood_loss(logp.detach(), torch.zeros(1, 3), 4.0).item() == 0.0
+    with pytest.raises(ValueError):
+        losses.likelihood_loss(logp, marked, 0.0)

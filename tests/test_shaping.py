@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from clawd.serving.engine import Engine, GenParams, generate_blocking
-from clawd.serving.shaping import CLOSING, Shape, Shaper, limit_of, name_of, shape_of
+from clawd.signals.shaping import CLOSING, Shape, Shaper, limit_of, name_of, shape_of
 
 
 @pytest.mark.parametrize(

@@ -367,7 +367,7 @@ def test_a_run_distils_the_memories_and_records_their_gap(
     model: str, request: pytest.FixtureRequest, home: Path
 ) -> None:
     """Consolidation: the run adds one OPD example per training prompt (teacher with the
-    memories in the system message, student without), and the gate measures each memory's gap
+    memories in the system message and their shape, student without), and the gate measures each memory's gap
     on the held-out prompts, recorded in the manifest and on the memory. (SmolLM2, about a
     minute, with the slow tests.)"""
     from clawd.store import memories
@@ -385,6 +385,8 @@ def test_a_run_distils_the_memories_and_records_their_gap(
     distilled = report["memories"]
     assert distilled["prompts"] == 4 and distilled["heldout_prompts"] == 1  # every third out
     assert distilled["examples"] == 4 and len(distilled["memories"]) == 1
+    # the teacher answers as served: the one-line limit is decoding's (Ana is off: no opening)
+    assert distilled["shape"] == {"limit": "1 sentence"}
     assert sum(s["sample_id"] < 0 for s in report["samples"]) == 4  # no stored sample
     manifest = json.loads((folder / "manifest.json").read_text())
     [(key, gap)] = manifest["gate"]["memories"].items()

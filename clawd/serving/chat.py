@@ -11,7 +11,7 @@ model sees (the stored messages stay the client's), within the ``memory_tokens``
 the turn records which were there. A reply that states a standing preference is captured in
 a worker thread beside the answer (``clawd.signals.memory``), so it applies from the next
 request on. What decoding can keep of them (the user's name to open a conversation, a length
-limit, a closing question: ``clawd.serving.shaping``) it keeps, for a model that does not
+limit, a closing question: ``clawd.signals.shaping``) it keeps, for a model that does not
 follow its system message. ``X-Clawd-Memory: 0`` leaves the memories out of one request and
 makes none.
 

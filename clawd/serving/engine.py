@@ -7,7 +7,7 @@ events back through a callback and can be cancelled between two tokens (a client
 up). The KV
 cache is reused when a prompt extends the previous one; how much was reused is reported as
 ``cached_tokens``. Every result names the adapter that produced it (``None``: the base model).
-A ``Shape`` (``clawd.serving.shaping``) may open the answer with given words, end it at a
+A ``Shape`` (``clawd.signals.shaping``) may open the answer with given words, end it at a
 length limit, or force a closing question: the forced words are fed to the model as if it had
 written them and are part of the answer's tokens.
 
@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from clawd.chattemplate import ChatTemplate, TemplateError
-from clawd.serving.shaping import CLOSING, Shape, Shaper
 from clawd.serving.textstream import THINK_OPEN, Detokenizer, StopScanner, ThinkingSplitter
+from clawd.signals.shaping import CLOSING, Shape, Shaper
 
 
 class EngineError(Exception):

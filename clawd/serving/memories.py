@@ -20,8 +20,8 @@ from fastapi import APIRouter, Path, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from clawd.serving.protocol import ApiError
-from clawd.serving.shaping import Shape, shape_of
 from clawd.signals.memory import remember_next_state
+from clawd.signals.shaping import Shape, shape_of
 from clawd.store import memories
 
 router = APIRouter()

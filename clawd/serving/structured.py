@@ -22,7 +22,7 @@ enum it keeps too, and any other number outside its ``minimum``/``maximum`` is b
 bound after generation (``clamp``). What clawd cannot honour is a 400 naming the field (a tool
 type other than ``function``, a named tool that is not among ``tools``, a schema the grammar
 builder rejects). A grammar keeps the answer free of thinking and of the memories' shaping
-(``clawd.serving.shaping``).
+(``clawd.signals.shaping``).
 
 Run alone to print the grammar of a JSON schema::
 

@@ -46,6 +46,10 @@ class Example:
     # position in expectation over the student's next token, -KL(student_t || teacher_t); the
     # OPD advantage is taken relative to it (losses.token_advantages). Empty: no baseline.
     opd_base: list[float] = field(default_factory=list)
+    # 1.0 on the response tokens that decoding forced for a memory (the name that opens the
+    # answer, the end a length limit set: ``greedy.shaped_answer``), trained by likelihood
+    # outside the clipped surrogate and the trust region (``ppo.train_steps``). Empty: none.
+    forced: list[float] = field(default_factory=list)
 
     @property
     def teaches(self) -> bool:
@@ -129,7 +133,7 @@ def _pad(rows: list[list[int]], value: int = 0) -> tuple[torch.Tensor, torch.Ten
 def collate(examples: list[Example]) -> dict[str, torch.Tensor]:
     """Right-padded tensors: ids/attn (B, L), starts (B,), per-token values and mask (B, T),
     ``repeated`` (B, T) 1.0 on response tokens that repeat an earlier 4-gram of their answer
-    (``repeats.repeated_ngrams``)."""
+    (``repeats.repeated_ngrams``), ``forced`` (B, T) 1.0 on tokens decoding forced."""
     device = examples[0].device
     t = max(len(e.response_ids) for e in examples)
     s_ids, s_attn = _pad([e.prompt_ids + e.response_ids for e in examples])
@@ -161,6 +165,7 @@ def collate(examples: list[Example]) -> dict[str, torch.Tensor]:
         "teacher_lp": per_token("teacher_lp"),
         "opd_base": per_token("opd_base"),
         "ref_lp": per_token("ref_lp"),
+        "forced": per_token("forced"),
         "reward": torch.tensor([e.reward for e in examples]),
         "has_hint": torch.tensor([1.0 if e.teaches else 0.0 for e in examples]),
         "has_reward": torch.tensor([1.0 if e.has_reward else 0.0 for e in examples]),

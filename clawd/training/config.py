@@ -87,6 +87,9 @@ class TrainConfig:
     # (0.80 and 0.90 without), and the held-out user river's 0.80 has no looping answer (4 of
     # 10 without) (docs/experiments.md, "Unlikelihood on repeated phrases").
     unlikelihood: float = 1.0
+    # Weight of the likelihood term on the tokens decoding forced for a memory
+    # (clawd.training.consolidate), against the policy loss's 1.
+    w_forced: float = 1.0
 
     def __post_init__(self) -> None:
         checks = {
@@ -116,6 +119,7 @@ class TrainConfig:
             "norm_tokens": self.norm_tokens >= 1,
             "hint_placement": self.hint_placement in ("user", "system"),
             "unlikelihood": 0 <= self.unlikelihood <= 100,
+            "w_forced": 0 <= self.w_forced <= 100,
             "w_opd/w_rl": min(self.w_opd, self.w_rl) >= 0 and max(self.w_opd, self.w_rl) > 0,
         }
         bad = [k for k, ok in checks.items() if not ok]

@@ -9,6 +9,15 @@ weights) and the existing token-level OPD term, ``teacher_lp - old_lp`` on each 
 moves the student toward it inside the same clipping, trust region and KL budget as every
 other sample.
 
+The teacher answers as the daemon serves them: under the memories' shape
+(``clawd.signals.shaping``: the name opening the answer, the end where a length limit falls, a
+closing question), which a small model's system message alone does not give (SmolLM2-135M
+wrote "Address the user as Noor." into 1 answer of 32). The tokens decoding forced are marked;
+the update trains them by likelihood (``losses.likelihood_loss``), outside the clipping and
+the trust region that a token at probability 1e-5 could never leave: the memory says what they
+are, no sample has to find them. Distilling the unshaped teacher taught nothing in 4 updates
+(docs/experiments.md, "consolidation of `noor`'s memories over four updates").
+
 The prompts come from the store (``memory_inputs``): the user's newest distinct prompts of
 conversations that may be learned from; every third is held out, never trained on, for the
 gate's gap measurement (``clawd.adapters.memgap``). Memories already learned are distilled too, so
@@ -24,12 +33,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from clawd.signals.shaping import shape_of
 from clawd.store import memories
 from clawd.store.db import Store
 from clawd.training.batches import Example
-from clawd.training.greedy import greedy_answers
+from clawd.training.greedy import greedy_answers, shaped_answer
 
-ANSWER_TOKENS = 64  # the teacher's answer per prompt
+# The teacher's answer per prompt: room for a length limit of three sentences to end it.
+ANSWER_TOKENS = 96
 PROMPTS = 12  # the user's newest distinct prompts a run reads
 HELD_OUT_EVERY = 3  # every third is kept for the gap measurement
 
@@ -87,9 +98,10 @@ def memory_examples(
     device: Any = "cpu",
 ) -> tuple[list[Example], dict[str, Any]]:
     """One OPD example per training prompt of ``memory`` (``memory_inputs``): student view
-    without the memories, teacher view with them, the teacher's own greedy answer as the
-    response. Sample ids are negative (-1, -2, ...): these are no stored samples. Returns the
-    examples and what the report says of them."""
+    without the memories, teacher view with them, the teacher's greedy answer under the
+    memories' shape as the response, its forced tokens marked. Sample ids are negative (-1,
+    -2, ...): these are no stored samples. Returns the examples and what the report says of
+    them."""
     if not memory or not memory["train"]:
         return [], {}
     block = teacher_messages([], memory["memories"])[0]["content"]
@@ -100,17 +112,25 @@ def memory_examples(
     students = [ids(p) for p in memory["train"]]
     teachers = [ids(teacher_messages(p, memory["memories"])) for p in memory["train"]]
     model.eval()
-    answers = greedy_answers(model, teachers, ANSWER_TOKENS, eos)
+    # one-question prompts: the first answer of a conversation, which opens with the name
+    shape = shape_of([m["text"] for m in memory["memories"]], first_answer=True)
+    if shape:
+        shaped = [shaped_answer(model, t, shape, tok, ANSWER_TOKENS, eos) for t in teachers]
+    else:
+        shaped = [(a, []) for a in greedy_answers(model, teachers, ANSWER_TOKENS, eos)]
     out = []
-    for i, (s, t, a) in enumerate(zip(students, teachers, answers, strict=True)):
+    for i, (s, t, (a, forced)) in enumerate(zip(students, teachers, shaped, strict=True)):
         if not a or max(len(s), len(t)) + len(a) > max_seq_len:
             continue
-        out.append(Example(-(i + 1), "opd", block, 0.0, s, t, a, device))
+        out.append(Example(-(i + 1), "opd", block, 0.0, s, t, a, device, forced=forced))
+    answers = [a for a, _ in shaped]
     report = {
         "memories": [m["id"] for m in memory["memories"]],
         "prompts": len(memory["train"]),
         "heldout_prompts": len(memory["heldout"]),
         "examples": len(out),
+        "shape": shape.describe(),
+        "forced_tokens": sum(sum(f) for _, f in shaped),
         "answers": [tok.decode(a, skip_special_tokens=True)[:200] for a in answers[:3]],
     }
     return out, report

@@ -8,6 +8,10 @@ positions from the attention mask) and cuts each after its first end-of-turn tok
 keeps. A batch may differ from the same prompt asked alone by float rounding, where two tokens
 tie. The gate asks the same kind of answers in llama.cpp (``clawd.adapters.loops``), not here.
 
+``shaped_answer`` writes one answer as the daemon serves it under the memories' shape
+(``clawd.signals.shaping``): the opening and the closing question forced, the answer ended where
+the shape ends it; it says which tokens decoding forced rather than the model chose.
+
 Run alone to print a model's (or an adapter's) greedy answers to the gate's general prompts and
 which of them degenerate (empty or looping), on CPU::
 
@@ -19,6 +23,8 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+
+from clawd.signals.shaping import CLOSING, Shape, Shaper
 
 
 def cut_at_end(answer: list[int], eos: list[int]) -> list[int]:
@@ -51,6 +57,67 @@ def greedy_answers(
         )  # (B, width + at most max_tokens)
         out += [cut_at_end(row[width:].tolist()[:max_tokens], eos) for row in got]
     return out
+
+
+@torch.inference_mode()
+def shaped_answer(
+    model: Any,
+    prompt: list[int],
+    shape: Shape,
+    tok: Any,
+    max_tokens: int,
+    eos: list[int],
+) -> tuple[list[int], list[float]]:
+    """The model's greedy answer to ``prompt`` (token ids) under ``shape``, as the engine
+    serves it (``clawd.serving.engine``): the opening comes instead of the first token of
+    content, a closing question ("Would you like") comes instead of an end without one, and an
+    answer the shape ends gets ``eos[0]``. Returns the answer's tokens (at most
+    ``max_tokens``) and, for each, 1.0 where decoding forced it (the opening, the closing
+    words, the end the shape set) and 0.0 where the model chose it."""
+    device = next(model.parameters()).device
+    shaper = Shaper(shape)
+    out: list[int] = []
+    forced: list[float] = []
+    opening = shape.opening
+    feed, past = list(prompt), None
+
+    def force(text: str) -> bool:
+        ids = tok(text, add_special_tokens=False)["input_ids"]
+        if len(out) + len(ids) >= max_tokens:
+            return False
+        out.extend(ids)
+        forced.extend([1.0] * len(ids))
+        feed.extend(ids)
+        shaper.forced(text)
+        return True
+
+    while len(out) < max_tokens:
+        step = model(input_ids=torch.tensor([feed], device=device), cache=past, use_cache=True)
+        past, feed = step.cache, []
+        token = int(step.logits[0, -1].argmax())
+        if token in eos:
+            if shaper.closing() and force(CLOSING):
+                continue  # the end comes after the question
+            out.append(token)
+            forced.append(0.0)
+            break
+        piece = tok.decode([token])
+        if opening and piece.strip():
+            fits, opening = force(opening), None
+            if fits:
+                continue  # the opening comes instead of the content's first token
+        out.append(token)
+        forced.append(0.0)
+        feed.append(token)
+        verdict = shaper.push(piece, max_tokens - len(out))
+        if verdict == "end" and shaper.closing() and force(CLOSING):
+            continue
+        if verdict == "end" and len(out) < max_tokens:
+            out.append(eos[0])  # the shape said "stop here"
+            forced.append(1.0)
+        if verdict in ("end", "cut"):
+            break
+    return out, forced
 
 
 def script_model(module: str) -> tuple[Any, Any, list[list[int]], list[int]]:

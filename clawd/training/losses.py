@@ -163,6 +163,29 @@ def unlikelihood_loss(
     return (-torch.log(rest) * marked).sum() / normalizer
 
 
+def likelihood_loss(logp: torch.Tensor, marked: torch.Tensor, normalizer: float) -> torch.Tensor:
+    """Negative log-likelihood of marked tokens (supervised fine-tuning on them):
+
+        loss = -sum_{b,t} marked_bt * logp_bt / normalizer.
+
+    Used on the tokens that decoding forced for a memory (``greedy.shaped_answer``): the name
+    that opens the answer, the end where a length limit falls. The clipped surrogate cannot
+    teach them: a token at probability 1e-5 moves by at most ``1 + eps_high`` a run, and the
+    memory, not a sample, says what it should be. The gradient on the token's log-prob is 1 per
+    token, whatever its probability.
+
+    Args:
+        logp: (B, T) log-probs under the weights being trained.
+        marked: (B, T) 1.0 on the tokens to raise, 0.0 elsewhere (and on padding).
+        normalizer: the policy loss's constant, so that a token weighs the same in both.
+    Returns:
+        the scalar loss (0 when nothing is marked).
+    """
+    if normalizer <= 0:
+        raise ValueError("normalizer must be positive")
+    return -(logp * marked).sum() / normalizer
+
+
 def k3_kl(
     logp: torch.Tensor, ref_lp: torch.Tensor, mask: torch.Tensor, normalizer: float
 ) -> torch.Tensor:

@@ -5,9 +5,11 @@ in context), and ``ref_lp`` (the base model, when the KL penalty is on), without
 ``train_steps`` then runs PPO epochs on ``clawd.training.losses``: token advantages with a
 centred reward, the clipped surrogate over a constant normaliser, a k3 KL-to-base penalty whose
 coefficient adapts step by step, with ``unlikelihood`` a term against repeated phrases
-(``clawd.training.repeats``), and a trust region: the update stops once its KL to the
-pre-update weights passes ``target_kl``, and a step that lands past ``overshoot`` times it is
-undone and retaken at half the rate. It raises on a non-finite loss or gradient.
+(``clawd.training.repeats``), a likelihood term on the tokens decoding forced for a memory
+(``Example.forced``, outside the surrogate, the KL terms and the trust region: they are meant to
+move far), and a trust region: the update stops once its KL to the pre-update weights passes
+``target_kl``, and a step that lands past ``overshoot`` times it is undone and retaken at half
+the rate. It raises on a non-finite loss or gradient.
 
 Run alone: see ``clawd.training.train`` (this module has no state of its own).
 """
@@ -29,6 +31,7 @@ from clawd.training.losses import (
     centred_rewards,
     clipped_policy_loss,
     k3_kl,
+    likelihood_loss,
     mean_k3_kl,
     opd_kl_baseline,
     token_advantages,
@@ -148,12 +151,7 @@ def train_steps(
     (steps taken back), ``lr`` (the rate it ended at), ``kl_coef`` (the penalty's coefficient
     after adapting, for the next run to start from).
     """
-    params = [p for p in model.parameters() if p.requires_grad]
-    opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=0.0)
-    rng = random.Random(cfg.seed)
-    step = undone = taken = 0  # kept, taken back, taken (logs its number)
-    lr = cfg.lr
-    beta = cfg.kl_coef if kl_coef is None else kl_coef
+    region = _Region([p for p in model.parameters() if p.requires_grad], cfg, kl_coef)
     normalizer = float(cfg.batch_size * cfg.norm_tokens)
     # The reward's baseline is the run's mean reward (every example, not one batch).
     centred = centred_rewards(
@@ -161,6 +159,121 @@ def train_steps(
         torch.tensor([1.0 if e.has_reward else 0.0 for e in examples]),
     ).tolist()
     advantage_reward = dict(zip(map(id, examples), centred, strict=True))
+    batches = _schedule(examples, cfg)
+    i = 0
+    while i <= len(batches):
+        if i == len(batches):  # after the last step: where did it land, on its own batch?
+            if region.saved is None or cfg.target_kl <= 0:
+                break
+            with torch.no_grad():
+                batch, logp = _forward(model, batches[-1])
+        else:
+            model.train()
+            batch, logp = _forward(model, batches[i])
+        # the tokens a memory forced train by likelihood alone; the rest as samples do
+        forced = batch["forced"] * batch["mask"]
+        mask = batch["mask"] - forced
+        step_kl = mean_k3_kl(logp.detach(), batch["old_lp"], mask).item()
+        if cfg.target_kl > 0 and step_kl > cfg.target_kl:
+            if region.overshot(step_kl):
+                # The last step overshot the region: take it back and retake it at half the rate.
+                region.undo()
+                region.halve()
+                i -= 1
+                continue
+            if i < len(batches):
+                return region.ended(True, step_kl)  # Trust region (PPO early stopping).
+        if i == len(batches):
+            return region.ended(False, step_kl)
+        if on_kept is not None and region.step > 0:
+            on_kept(region.ended(False))
+        reward = torch.tensor([advantage_reward[id(e)] for e in batches[i]], device=mask.device)
+        extra = None
+        if repeats and cfg.unlikelihood > 0:
+            extra = _repeats_loss(model, repeats, region.taken, cfg, normalizer)
+        total, parts = _step_loss(logp, batch, reward, region.beta, cfg, normalizer, extra)
+        region.step, region.taken = region.step + 1, region.taken + 1
+        if not torch.isfinite(total):
+            raise NonFinite(f"non-finite loss at step {region.taken}")
+        if cfg.target_kl > 0:
+            region.save()  # what an undone step goes back to
+        region.opt.zero_grad()
+        total.backward()
+        grad_norm = torch.nn.utils.clip_grad_norm_(region.params, cfg.grad_clip)
+        if not torch.isfinite(grad_norm):
+            raise NonFinite(f"non-finite gradient at step {region.taken}")
+        region.opt.step()
+        i += 1
+        used_beta = region.beta
+        if cfg.kl_coef > 0:
+            region.beta = adapt_kl_coef(region.beta, parts["kl_base"], cfg.base_kl_target)
+        on_step(
+            {
+                "step": region.taken,
+                "loss": total.item(),
+                **parts,
+                "kl_step": step_kl,
+                "kl_coef": used_beta,
+                "lr": region.lr,
+                "grad_norm": grad_norm.item(),
+            }
+        )
+    return region.ended(False)
+
+
+class _Region:
+    """The optimiser of an update and its trust region's bookkeeping: the rate, the KL
+    penalty's coefficient, the weights before the last step (to undo it) and the counts of
+    steps kept, taken back and taken."""
+
+    def __init__(self, params: list[torch.Tensor], cfg: TrainConfig, beta: float | None) -> None:
+        self.params, self.cfg = params, cfg
+        self.opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=0.0)
+        self.lr = cfg.lr
+        self.beta = cfg.kl_coef if beta is None else beta
+        self.step = self.undone = self.taken = 0
+        self.saved: tuple[list[torch.Tensor], dict[str, Any], float] | None = None
+
+    def ended(self, stopped: bool, kl_step: float | None = None) -> dict[str, Any]:
+        out = {
+            "stopped_early": stopped,
+            "steps": self.step,
+            "undone": self.undone,
+            "lr": self.lr,
+            "kl_coef": self.beta,
+        }
+        return out if kl_step is None else {**out, "kl_step": kl_step}
+
+    def overshot(self, step_kl: float) -> bool:
+        """Whether the last step landed past ``overshoot`` x the region and may be retaken."""
+        cfg = self.cfg
+        far = step_kl > cfg.overshoot * cfg.target_kl
+        return far and self.saved is not None and self.undone < cfg.max_halvings
+
+    def save(self) -> None:
+        values = [p.detach().clone() for p in self.params]
+        self.saved = (values, copy.deepcopy(self.opt.state_dict()), self.beta)
+
+    def undo(self) -> None:
+        """Back to the weights before the last step."""
+        assert self.saved is not None
+        values, state, self.beta = self.saved
+        with torch.no_grad():
+            for p, v in zip(self.params, values, strict=True):
+                p.copy_(v)
+        self.opt.load_state_dict(state)
+        self.step, self.undone, self.saved = self.step - 1, self.undone + 1, None
+
+    def halve(self) -> None:
+        self.lr /= 2
+        for group in self.opt.param_groups:
+            group["lr"] = self.lr
+
+
+def _schedule(examples: list[Example], cfg: TrainConfig) -> list[list[Example]]:
+    """The update's batches: each epoch the examples in a new order (seeded), cut into
+    ``batch_size``."""
+    rng = random.Random(cfg.seed)
     batches: list[list[Example]] = []
     for _ in range(cfg.epochs):
         order = list(range(len(examples)))
@@ -169,117 +282,64 @@ def train_steps(
             [examples[k] for k in order[i : i + cfg.batch_size]]
             for i in range(0, len(order), cfg.batch_size)
         ]
-    saved: tuple[list[torch.Tensor], dict[str, Any], float] | None = None  # before the last step
+    return batches
 
-    def ended(stopped: bool, kl_step: float | None = None) -> dict[str, Any]:
-        out = {"stopped_early": stopped, "steps": step, "undone": undone, "lr": lr, "kl_coef": beta}
-        return out if kl_step is None else {**out, "kl_step": kl_step}
 
-    def undo() -> None:  # back to the weights before the last step
-        nonlocal beta, saved, step, undone
-        assert saved is not None
-        values, state, beta = saved
-        with torch.no_grad():
-            for p, v in zip(params, values, strict=True):
-                p.copy_(v)
-        opt.load_state_dict(state)
-        step, undone, saved = step - 1, undone + 1, None
-
-    def halve() -> None:
-        nonlocal lr
-        lr /= 2
-        for group in opt.param_groups:
-            group["lr"] = lr
-
-    i = 0
-    while i <= len(batches):
-        if i == len(batches):  # after the last step: where did it land, on its own batch?
-            if saved is None or cfg.target_kl <= 0:
-                break
-            with torch.no_grad():
-                batch, logp = _forward(model, batches[-1])
-        else:
-            model.train()
-            batch, logp = _forward(model, batches[i])
-        mask = batch["mask"]
-        step_kl = mean_k3_kl(logp.detach(), batch["old_lp"], mask).item()
-        if cfg.target_kl > 0 and step_kl > cfg.target_kl:
-            if step_kl > cfg.overshoot * cfg.target_kl and saved and undone < cfg.max_halvings:
-                # The last step overshot the region: take it back and retake it at half the rate.
-                undo()
-                halve()
-                i -= 1
-                continue
-            if i < len(batches):
-                return ended(True, step_kl)  # Trust region (PPO early stopping): far enough.
-        if i == len(batches):
-            return ended(False, step_kl)
-        if on_kept is not None and step > 0:
-            on_kept(ended(False))
-        chunk = batches[i]
-        reward = torch.tensor([advantage_reward[id(e)] for e in chunk], device=mask.device)
-        adv = token_advantages(
-            batch["teacher_lp"],
-            batch["old_lp"],
-            reward,
-            batch["has_hint"],
-            batch["has_reward"],
-            mask,
-            cfg.w_opd,
-            cfg.w_rl,
-            batch["opd_base"],
-        )
-        loss, metrics = clipped_policy_loss(
-            logp, batch["old_lp"], adv, mask, normalizer, cfg.eps_low, cfg.eps_high
-        )
-        kl = k3_kl(logp, batch["ref_lp"], mask, normalizer)
-        marked = batch["repeated"] * mask
-        unlikely = torch.zeros((), device=mask.device)
-        if cfg.unlikelihood > 0:
-            unlikely = unlikelihood_loss(logp, marked, normalizer)
-            if repeats:
-                unlikely = unlikely + _repeats_loss(model, repeats, taken, cfg, normalizer)
-        total = loss + beta * kl + cfg.unlikelihood * unlikely
-        step, taken = step + 1, taken + 1
-        if not torch.isfinite(total):
-            raise NonFinite(f"non-finite loss at step {taken}")
-        if cfg.target_kl > 0:  # what an undone step goes back to
-            saved = ([p.detach().clone() for p in params], copy.deepcopy(opt.state_dict()), beta)
-        opt.zero_grad()
-        total.backward()
-        grad_norm = torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
-        if not torch.isfinite(grad_norm):
-            raise NonFinite(f"non-finite gradient at step {taken}")
-        opt.step()
-        i += 1
-        n = mask.sum().clamp(min=1)
-        opd = batch["teacher_lp"] - batch["old_lp"] - batch["opd_base"]
-        opd = opd * batch["has_hint"][:, None] * mask
-        base_kl = mean_k3_kl(logp.detach(), batch["ref_lp"], mask).item()
-        used_beta = beta
-        if cfg.kl_coef > 0:
-            beta = adapt_kl_coef(beta, base_kl, cfg.base_kl_target)
-        on_step(
-            {
-                "step": taken,
-                "loss": total.item(),
-                "policy_loss": loss.item(),
-                "kl": kl.item(),
-                "unlikelihood": unlikely.item(),
-                "repeated": int(marked.sum().item()),
-                "kl_base": base_kl,
-                "kl_step": step_kl,
-                "kl_coef": used_beta,
-                "lr": lr,
-                "adv_mean": (adv.sum() / n).item(),
-                "adv_opd": (opd.sum() / n).item(),
-                "adv_rl": ((reward * batch["has_reward"])[:, None] * mask).sum().item() / n.item(),
-                "clip_fraction": metrics["clip_fraction"].item(),
-                "grad_norm": grad_norm.item(),
-                "tokens": int(n.item()),
-            }
-        )
-    return ended(False)
+def _step_loss(
+    logp: torch.Tensor,
+    batch: dict[str, torch.Tensor],
+    reward: torch.Tensor,
+    beta: float,
+    cfg: TrainConfig,
+    normalizer: float,
+    repeats_loss: torch.Tensor | None,
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """One step's loss: the clipped surrogate on token advantages, ``beta`` x the k3 KL to
+    the base model, the unlikelihood of repeats (``repeats_loss``: the starting weights' own
+    loops, added to the batch's) and the likelihood of forced tokens; the surrogate and the KL
+    terms leave out the forced tokens. Returns the loss and its parts, detached."""
+    forced = batch["forced"] * batch["mask"]
+    mask = batch["mask"] - forced
+    adv = token_advantages(
+        batch["teacher_lp"],
+        batch["old_lp"],
+        reward,
+        batch["has_hint"],
+        batch["has_reward"],
+        mask,
+        cfg.w_opd,
+        cfg.w_rl,
+        batch["opd_base"],
+    )
+    loss, metrics = clipped_policy_loss(
+        logp, batch["old_lp"], adv, mask, normalizer, cfg.eps_low, cfg.eps_high
+    )
+    kl = k3_kl(logp, batch["ref_lp"], mask, normalizer)
+    marked = batch["repeated"] * mask
+    unlikely = torch.zeros((), device=mask.device)
+    if cfg.unlikelihood > 0:
+        unlikely = unlikelihood_loss(logp, marked, normalizer)
+        if repeats_loss is not None:
+            unlikely = unlikely + repeats_loss
+    likely = likelihood_loss(logp, forced, normalizer)
+    total = loss + beta * kl + cfg.unlikelihood * unlikely + cfg.w_forced * likely
+    n = mask.sum().clamp(min=1)
+    opd = batch["teacher_lp"] - batch["old_lp"] - batch["opd_base"]
+    opd = opd * batch["has_hint"][:, None] * mask
+    return total, {
+        "policy_loss": loss.item(),
+        "kl": kl.item(),
+        "unlikelihood": unlikely.item(),
+        "likelihood": likely.item(),
+        "repeated": int(marked.sum().item()),
+        "kl_base": mean_k3_kl(logp.detach(), batch["ref_lp"], mask).item(),
+        "adv_mean": (adv.sum() / n).item(),
+        "clip_fraction": metrics["clip_fraction"].item(),
+        "adv_opd": (opd.sum() / n).item(),
+        "adv_rl": ((reward * batch["has_reward"])[:, None] * mask).sum().item() / n.item(),
+        "forced_nll": likely.item() * normalizer / max(forced.sum().item(), 1.0),
+        "tokens": int(n.item()),
+    }
 
 
 def _repeats_loss(

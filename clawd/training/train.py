@@ -193,9 +193,6 @@ def _train(
     progress: Progress | None,
     settings: Settings,
 ) -> dict[str, Any]:
-    from clawd.adapters import gate
-    from clawd.adapters.export import export_gguf
-    from clawd.training import earlier
     from clawd.training.report import phase_times, write_report
 
     current = registry.active(store)
@@ -223,59 +220,11 @@ def _train(
         if progress:
             progress(int(m["step"]), int(m["total_steps"]), m)
 
-    if settings.train_backend == "ray":
-        from clawd.training import remote
-
-        def said(text: str) -> None:
-            store.event("train", f"run {run_id}: {text}", run_id=run_id)
-
-        submitted = time.monotonic()
-        result = remote.run_update(inputs, tmp, settings, on_step, said)
-        worker = result["report"].setdefault("seconds", {})
-        # connecting, shipping the model, waiting for a worker and bringing the files back
-        worker["ray"] = round(max(0.0, time.monotonic() - submitted - sum(worker.values())), 1)
-    else:
-        result = update(inputs, tmp, home, on_step)
+    result = _updated(store, inputs, tmp, home, settings, run_id, on_step)
     ended, trained_ids = result["ended"], result["trained"]
     version = time.strftime("%Y%m%d-%H%M%S") + f"-r{run_id}"
-    heldout = [gate.HeldOut(**h) for h in result["heldout"]]
     gate_started = time.monotonic()
-
-    def judge(candidate: Path) -> dict[str, Any]:
-        return gate.evaluate(
-            model_path,
-            candidate,
-            Path(current["path"]) / "adapter.gguf" if current else None,
-            heldout,
-            result["general"],
-            result["own_prompts"],
-            max_kl=cfg.gate_max_kl,
-            step_kl=cfg.gate_step_kl,
-            ability_alpha=cfg.gate_ability_alpha,
-            loop_samples=cfg.gate_loop_samples,
-            cache=home / "cache" / f"gate-{digest[:16]}.json",
-            threads=cfg.threads,
-        )
-
-    verdict, point = earlier.walk_back(
-        tmp,
-        judge(tmp / "adapter.gguf"),
-        result.get("earlier", []),
-        ended["steps"],
-        judge,
-        lambda peft, gguf: export_gguf(peft, model_path, gguf),
-    )
-    if verdict["passed"] and inputs.memory:  # how far the adapter has learned each memory
-        from clawd.adapters import memgap
-
-        verdict["memories"] = memgap.measure(
-            model_path,
-            tmp / "adapter.gguf",
-            inputs.memory["memories"],
-            inputs.memory["heldout"] or inputs.memory["train"][:4],
-            threads=cfg.threads,
-        )
-        memories.record_gaps(store, {int(k): v for k, v in verdict["memories"].items()})
+    verdict, point = _judged(store, home, inputs, result, current, tmp)
     if point is not None:  # an earlier point of the update serves: its steps, rate, penalty
         keys = ("steps", "undone", "lr", "kl_coef", "stopped_early")
         ended = {**ended, **{k: point[k] for k in keys}}
@@ -287,32 +236,9 @@ def _train(
         **result["report"].get("seconds", {}),
         "gate": round(time.monotonic() - gate_started, 1),
     }
-    manifest = {
-        "version": version,
-        "parent": current["version"] if current else None,
-        "base_model": model_path.name,
-        "base_sha256": digest,
-        "created_at": time.time(),
-        "run_id": run_id,
-        "backend": settings.train_backend,
-        "samples": trained_ids,
-        "replayed": result["replayed"],
-        "heldout": result["heldout_ids"],
-        "status": "candidate" if verdict["passed"] else "rejected",
-        "gate": verdict,
-        "metrics": {
-            "final_loss": steps[-1]["loss"],  # the whole update's last step
-            "steps": ended["steps"],  # kept; ``undone`` more were taken back (trust region)
-            "undone": ended["undone"],
-            "lr": ended["lr"],
-            "stopped_early": ended["stopped_early"],
-            "kl_coef": ended["kl_coef"],
-        },
-        # load, hindsight, memories, score, repeats, train, export (the worker), ray, gate (the
-        # gate's time includes judging earlier points of the update, when it did)
-        "seconds": seconds,
-        "files": {"gguf": "adapter.gguf", "peft": "peft", "report": "report.json"},
-    }
+    manifest = _manifest(inputs, current, version, run_id, settings, result, verdict, ended)
+    manifest["metrics"]["final_loss"] = steps[-1]["loss"]  # the whole update's last step
+    manifest["seconds"] = seconds
     final = registry.add_candidate(store, home, tmp, manifest, trained_ids, result["heldout_ids"])
     _drop_too_long(store, result["skipped"], cfg.max_seq_len, run_id)
     with store.db.conn:
@@ -338,6 +264,120 @@ def _train(
         "skipped": len(result["skipped"]),
         "final_loss": steps[-1]["loss"],
         "gate": verdict,
+    }
+
+
+def _updated(
+    store: Store,
+    inputs: UpdateInputs,
+    tmp: Path,
+    home: Path,
+    settings: Settings,
+    run_id: int,
+    on_step: Any,
+) -> dict[str, Any]:
+    """The update itself, here or on the Ray cluster (``settings.train_backend``)."""
+    if settings.train_backend != "ray":
+        return update(inputs, tmp, home, on_step)
+    from clawd.training import remote
+
+    def said(text: str) -> None:
+        store.event("train", f"run {run_id}: {text}", run_id=run_id)
+
+    submitted = time.monotonic()
+    result = remote.run_update(inputs, tmp, settings, on_step, said)
+    worker = result["report"].setdefault("seconds", {})
+    # connecting, shipping the model, waiting for a worker and bringing the files back
+    worker["ray"] = round(max(0.0, time.monotonic() - submitted - sum(worker.values())), 1)
+    return result
+
+
+def _judged(
+    store: Store,
+    home: Path,
+    inputs: UpdateInputs,
+    result: dict[str, Any],
+    current: dict[str, Any] | None,
+    tmp: Path,
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The gate's verdict on the update (or on the earlier point of it that serves, which the
+    second value names), with each memory's gap when it passed."""
+    from clawd.adapters import gate
+    from clawd.adapters.export import export_gguf
+    from clawd.training import earlier
+
+    cfg, model_path = inputs.cfg, inputs.model_path
+    heldout = [gate.HeldOut(**h) for h in result["heldout"]]
+
+    def judge(candidate: Path) -> dict[str, Any]:
+        return gate.evaluate(
+            model_path,
+            candidate,
+            Path(current["path"]) / "adapter.gguf" if current else None,
+            heldout,
+            result["general"],
+            result["own_prompts"],
+            max_kl=cfg.gate_max_kl,
+            step_kl=cfg.gate_step_kl,
+            ability_alpha=cfg.gate_ability_alpha,
+            loop_samples=cfg.gate_loop_samples,
+            cache=home / "cache" / f"gate-{inputs.digest[:16]}.json",
+            threads=cfg.threads,
+        )
+
+    verdict, point = earlier.walk_back(
+        tmp,
+        judge(tmp / "adapter.gguf"),
+        result.get("earlier", []),
+        result["ended"]["steps"],
+        judge,
+        lambda peft, gguf: export_gguf(peft, model_path, gguf),
+    )
+    if verdict["passed"] and inputs.memory:  # how far the adapter has learned each memory
+        from clawd.adapters import memgap
+
+        verdict["memories"] = memgap.measure(
+            model_path,
+            tmp / "adapter.gguf",
+            inputs.memory["memories"],
+            inputs.memory["heldout"] or inputs.memory["train"][:4],
+            threads=cfg.threads,
+        )
+        memories.record_gaps(store, {int(k): v for k, v in verdict["memories"].items()})
+    return verdict, point
+
+
+def _manifest(
+    inputs: UpdateInputs,
+    current: dict[str, Any] | None,
+    version: str,
+    run_id: int,
+    settings: Settings,
+    result: dict[str, Any],
+    verdict: dict[str, Any],
+    ended: dict[str, Any],
+) -> dict[str, Any]:
+    """The new version's ``manifest.json`` (without its last loss and its phases' seconds)."""
+    return {
+        "version": version,
+        "parent": current["version"] if current else None,
+        "base_model": inputs.model_path.name,
+        "base_sha256": inputs.digest,
+        "created_at": time.time(),
+        "run_id": run_id,
+        "backend": settings.train_backend,
+        "samples": result["trained"],
+        "replayed": result["replayed"],
+        "heldout": result["heldout_ids"],
+        "status": "candidate" if verdict["passed"] else "rejected",
+        "gate": verdict,
+        "metrics": {
+            "steps": ended["steps"],  # kept; ``undone`` more were taken back (trust region)
+            **{k: ended[k] for k in ("undone", "lr", "stopped_early", "kl_coef")},
+        },
+        # seconds: load, hindsight, memories, score, repeats, train, export (the worker), ray,
+        # gate (the gate's time includes judging earlier points of the update, when it did)
+        "files": {"gguf": "adapter.gguf", "peft": "peft", "report": "report.json"},
     }
 
 

@@ -88,7 +88,7 @@ def update(
     (points of the update the gate may fall back on, latest first: ``clawd.training.earlier``),
     ``ended`` and ``steps``; the report's ``seconds`` says how long each phase took. Raises
     TrainingError (or ppo.NonFinite) and leaves ``out`` incomplete."""
-    from clawd.adapters.gate import ABILITY_TOKENS, HeldOut, general_prompts
+    from clawd.adapters.gate import ABILITY_TOKENS, general_prompts
     from clawd.chattemplate import ChatTemplate
     from clawd.training import torchmodel
 
@@ -118,26 +118,12 @@ def update(
     own = own_prompts([*examples, *heldout, *replayed], cfg.gate_own_prompts)
     examples += replayed
 
-    def tokenize(text: str) -> list[int]:
-        return tok(text, add_special_tokens=False)["input_ids"]
-
-    general = general_prompts(tokenize, template.render)[: cfg.gate_prompts]
+    general = general_prompts(
+        lambda text: tok(text, add_special_tokens=False)["input_ids"], template.render
+    )[: cfg.gate_prompts]
     lap("load")
-    seen: list[dict[str, Any]] = []
     eos = torchmodel.end_tokens(tok)
-    if cfg.hindsight:
-        # Replayed samples too: a teacher found deflecting would otherwise come back with them.
-        written, seen = hindsight.hindsight_examples(
-            model, examples, cfg, eos, references=general[::8]
-        )
-        examples += written
-        lap("hindsight")
-    distilled, memory_report = consolidate.memory_examples(
-        model, tok, template, inputs.memory, eos, cfg.max_seq_len, device
-    )
-    if distilled:
-        examples += distilled
-        lap("memories")
+    seen, memory_report = _written(model, tok, template, inputs, examples, general, eos, lap)
     ppo.score_examples(model, examples, cfg)
     lap("score")
     found: list[repeats.Repeat] = []
@@ -177,18 +163,12 @@ def update(
         "seconds": seconds,
         "samples": [e.report(tok) for e in examples],
     }
-    held = [
-        HeldOut(
-            e.prompt_ids, e.teacher_prompt_ids, e.response_ids, e.reward, bool(e.hint), e.has_reward
-        )
-        for e in heldout
-    ]
     return {
         "report": report,
         "trained": trained_ids,
         "replayed": [e.sample_id for e in replayed],
         "heldout_ids": [e.sample_id for e in heldout],
-        "heldout": [asdict(h) for h in held],
+        "heldout": [_held_out(e) for e in heldout],
         "general": general,
         "own_prompts": own,
         "earlier": points,
@@ -196,6 +176,47 @@ def update(
         "ended": ended,
         "skipped": skipped,
     }
+
+
+def _held_out(e: Example) -> dict[str, Any]:
+    """A held-out sample as the gate takes it (``HeldOut``, as a dict)."""
+    from clawd.adapters.gate import HeldOut
+
+    hinted = bool(e.hint)
+    return asdict(
+        HeldOut(e.prompt_ids, e.teacher_prompt_ids, e.response_ids, e.reward, hinted, e.has_reward)
+    )
+
+
+def _written(
+    model: Any,
+    tok: Any,
+    template: Any,
+    inputs: UpdateInputs,
+    examples: list[Example],
+    general: list[list[int]],
+    eos: list[int],
+    lap: Callable[[str], None],
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The examples the starting weights write, added to ``examples``: hindsight answers
+    (``train_method = hindsight``) and the memories' distillation (``consolidate``). Returns
+    what the report says of each."""
+    cfg, seen = inputs.cfg, []
+    if cfg.hindsight:
+        # Replayed samples too: a teacher found deflecting would otherwise come back with them.
+        written, seen = hindsight.hindsight_examples(
+            model, examples, cfg, eos, references=general[::8]
+        )
+        examples += written
+        lap("hindsight")
+    device = next(model.parameters()).device
+    distilled, memory_report = consolidate.memory_examples(
+        model, tok, template, inputs.memory, eos, cfg.max_seq_len, device
+    )
+    if distilled:
+        examples += distilled
+        lap("memories")
+    return seen, memory_report
 
 
 def _steps(

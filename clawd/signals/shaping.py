@@ -24,7 +24,7 @@ training teaches the weights to write them (which is what consolidation wants).
 
 Run alone to see what a set of memories would enforce::
 
-    python -m clawd.serving.shaping "Address the user as Ana." "Keep answers to one line."
+    python -m clawd.signals.shaping "Address the user as Ana." "Keep answers to one line."
 """
 
 from __future__ import annotations
