@@ -40,6 +40,21 @@ def prompt_of(home: Path, gguf: Path, turn_id: str) -> tuple[str, list[int]]:
     return text, json.loads(row["memory_ids"] or "[]")
 
 
+def forced_of(home: Path, gguf: Path, turn_id: str) -> tuple[str, list[int]]:
+    """A recorded turn's forced tokens: the text of those that open the answer, and the end
+    of turn the shape set (its position as a list, empty when the model ended itself)."""
+    from llama_cpp import Llama
+
+    with Store.open(home) as store:
+        row = store.db["turns"].get(turn_id)
+    forced = json.loads(row["params"])["forced"]
+    response = json.loads(row["response_token_ids"])
+    vocab = Llama(str(gguf), vocab_only=True, verbose=False)
+    head = [response[i] for i in forced if i < len(response) - 1]
+    last = [i for i in forced if i == len(response) - 1 and response[i] == vocab.token_eos()]
+    return vocab.detokenize(head).decode(), last
+
+
 def reply(c: httpx.Client, question: str, text: str) -> dict:
     """A new conversation: a question, its answer, then the user's reply ``text``."""
     first = [{"role": "user", "content": question}]
@@ -92,6 +107,9 @@ def test_a_reply_makes_a_memory_that_the_next_answer_holds(
         # What decoding keeps of them: the name opens a conversation, one line at most.
         assert a3["clawd"]["shaped"] == {"opening": "Ana,", "limit": "1 sentence"}
         assert a3["choices"][0]["message"]["content"].startswith("Ana,")
+        # the turn records which tokens decoding forced: training learns them (consolidation)
+        opening, eos = forced_of(daemon.home, any_gguf, a3["id"])
+        assert opening.startswith("Ana,") and len(eos) <= 1
         later = [
             {"role": "user", "content": "What is the capital of Japan?"},
             a3["choices"][0]["message"],

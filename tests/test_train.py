@@ -394,3 +394,38 @@ def test_a_run_distils_the_memories_and_records_their_gap(
     with Store.open(home) as store:
         mem = memories.get(store, int(key))
     assert mem["text"] == "Keep answers to one line." and mem["gap"] == gap["gap"]
+
+
+def test_a_served_answers_forced_tokens_train_only_while_its_memories_hold(
+    smollm2_gguf: Path, torch_cache: Path
+) -> None:
+    """A turn served with memories records the positions decoding forced (``params["forced"]``):
+    its example marks them while every memory it was served with is active or learned, and
+    marks none once one of them was replaced or deleted (a name the user changed)."""
+    from clawd.training import torchmodel
+    from clawd.training.batches import build_examples
+
+    _, tok = torchmodel.load(smollm2_gguf, torch_cache)
+    template = ChatTemplate.from_gguf(smollm2_gguf)
+    messages = [{"role": "user", "content": "What is the capital of Japan?"}]
+    response = tok("Ana, it is Tokyo.<|im_end|>", add_special_tokens=False)["input_ids"]
+    opening = len(tok("Ana,", add_special_tokens=False)["input_ids"])
+    forced = [*range(opening), len(response) - 1]
+    sample = {
+        "id": 7,
+        "kind": "rl",
+        "hint": None,
+        "reward": 1.0,
+        "prompt_token_ids": json.dumps(tokenize(smollm2_gguf, "with memories")),
+        "response_token_ids": json.dumps(response),
+        "prompt_messages": json.dumps(messages),
+        "params": json.dumps({"forced": forced}),
+        "memory_ids": json.dumps([3, 4]),
+    }
+    cfg = small()
+    [held], _ = build_examples([sample], tok, template, cfg, memories={3, 4, 9})
+    assert held.forced == [1.0 if i in forced else 0.0 for i in range(len(response))]
+    # the student learns without the memories: the prompt is the client's own messages
+    assert held.prompt_ids == tok(template.render(messages), add_special_tokens=False)["input_ids"]
+    [changed], _ = build_examples([sample], tok, template, cfg, memories={3})
+    assert changed.forced == []

@@ -258,6 +258,7 @@ class _Turn:
                 "seed": params.seed,
                 "chat_template_kwargs": {k: v for k, v in self.kwargs.items() if k != "tools"},
                 "shaped": self.used.shape.describe() if params.shape else {},
+                "forced": result.forced,  # the token positions the shape forced
                 "tools": form.names,
                 "tool_choice": form.choice,
                 "json": form.json_answer,

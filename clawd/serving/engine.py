@@ -82,6 +82,9 @@ class Result:
     started_at: float = 0.0
     first_token_at: float = 0.0
     first_content_at: float = 0.0
+    # positions in response_token_ids that decoding forced for the memories' shape (the
+    # opening, the closing words, the end a limit set), which training learns by likelihood
+    forced: list[int] = field(default_factory=list)
 
     @property
     def ttft_ms(self) -> float:
@@ -290,6 +293,7 @@ class Engine:
                 if verdict in ("end", "cut"):
                     finish = "stop" if verdict == "end" else "length"
                     if verdict == "end" and len(out_ids) < budget:
+                        answer.forced.append(len(out_ids))
                         out_ids.append(llm.token_eos())  # the shape said "stop here"
                     break
                 if len(out_ids) >= budget:
@@ -308,6 +312,7 @@ class Engine:
             t0,
             answer.first.get("token", 0.0),
             answer.first.get("content", 0.0),
+            answer.forced,
         )
 
 
@@ -329,6 +334,7 @@ class _Answer:
         self.think = ThinkingSplitter(thinks)
         self.shaper = Shaper(params.shape) if params.shape else None
         self.out_ids: list[int] = []
+        self.forced: list[int] = []  # positions in out_ids that were not sampled
         self.reasoning: list[str] = []
         self.content: list[str] = []
         self.first: dict[str, float] = {}  # perf_counter of the first token and content
@@ -363,6 +369,7 @@ class _Answer:
         ids = self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)
         if len(self.out_ids) + len(ids) >= self.budget:
             return False
+        self.forced += range(len(self.out_ids), len(self.out_ids) + len(ids))
         self.out_ids.extend(ids)
         self.emit(self.stops.push(text), sampled=False)
         return True

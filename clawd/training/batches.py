@@ -15,6 +15,7 @@ Run alone to show how the stored samples would be batched::
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -79,10 +80,18 @@ class Example:
 
 
 def build_examples(
-    samples: list[dict[str, Any]], tok: Any, template: ChatTemplate, cfg: Any, device: Any = "cpu"
+    samples: list[dict[str, Any]],
+    tok: Any,
+    template: ChatTemplate,
+    cfg: Any,
+    device: Any = "cpu",
+    memories: Collection[int] = (),
 ) -> tuple[list[Example], list[int]]:
     """Examples for the samples that fit ``cfg.max_seq_len``; returns them and the ids of the
-    samples that do not (empty or too long: they can never train)."""
+    samples that do not (empty or too long: they can never train). The tokens decoding forced
+    for the memories' shape (the turn's ``params["forced"]``) are marked ``forced`` while every
+    memory the answer was served with is still in ``memories`` (active or learned): a name
+    the user has since changed is not taught."""
     out: list[Example] = []
     skipped: list[int] = []
     for s in samples:
@@ -90,7 +99,12 @@ def build_examples(
         response = json.loads(s["response_token_ids"])
         teacher = prompt
         params = json.loads(s.get("params") or "{}")
-        if json.loads(s.get("memory_ids") or "[]"):
+        served_with = json.loads(s.get("memory_ids") or "[]")
+        forced = []
+        if served_with and set(served_with) <= set(memories) and params.get("forced"):
+            at = set(params["forced"])
+            forced = [1.0 if i in at else 0.0 for i in range(len(response))]
+        if served_with:
             # Served with the user's memories in context: the student learns without them
             # (consolidation teaches what they say; clawd.training.consolidate).
             text = template.render(
@@ -115,6 +129,7 @@ def build_examples(
                 teacher,
                 response,
                 device,
+                forced=forced,
             )
         )
     return out, skipped

@@ -269,8 +269,9 @@ def _split(
     too long). Raises TooLong when no new sample fits."""
     cfg = inputs.cfg
     replay = [r for r in inputs.replay if r["model_sha256"] in (None, inputs.digest)]
-    examples, skipped = build_examples(inputs.samples, tok, template, cfg, device=device)
-    replayed, _ = build_examples(replay, tok, template, cfg, device=device)
+    live = {m["id"] for m in (inputs.memory or {}).get("memories", [])}
+    examples, skipped = build_examples(inputs.samples, tok, template, cfg, device, live)
+    replayed, _ = build_examples(replay, tok, template, cfg, device, live)
     if not examples:
         raise TooLong(cfg.max_seq_len, skipped)
     # Every fifth new sample (from five on) is held out for the promotion gate; a sample that
