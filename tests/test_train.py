@@ -367,9 +367,9 @@ def test_a_run_distils_the_memories_and_records_their_gap(
     model: str, request: pytest.FixtureRequest, home: Path
 ) -> None:
     """Consolidation: the run adds one OPD example per training prompt (teacher with the
-    memories in the system message and their shape, student without), and the gate measures each memory's gap
-    on the held-out prompts, recorded in the manifest and on the memory. (SmolLM2, about a
-    minute, with the slow tests.)"""
+    memories in the system message and their shape, student without), and the gate measures
+    each memory's gap on the held-out prompts, recorded in the manifest and on the memory.
+    (SmolLM2, about a minute, with the slow tests.)"""
     from clawd.store import memories
 
     any_gguf = request.getfixturevalue("smollm2_gguf" if model == "smollm2" else "tiny_qwen3_gguf")
