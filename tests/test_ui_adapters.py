@@ -10,7 +10,7 @@ from textual.widgets import DataTable, Sparkline, Static
 from clawd.ui.adapters import AdaptersPane
 from clawd.ui.app import ClawdApp
 from clawd.ui.dialogs import ConfirmScreen
-from clawd.ui.why import WhyScreen, extremes, scale_of, token_style, why_text
+from clawd.ui.why import WhyScreen, extremes, scale_of, summary, token_style, why_text
 from fixtures.daemon import RunningDaemon
 from tests import uifixture
 from tests.uikit import drive, until
@@ -88,6 +88,11 @@ def test_why_colours_follow_the_sign_and_size_of_the_advantage() -> None:
     assert most_down[0] == ("-", -2.4) and most_up[0] == (".", 0.9)
     plain = why_text(uifixture.REPORT["samples"][1])  # reward only: one colour
     assert len({span.style for span in plain.spans}) == 1
+    # the tokens decoding forced for a memory are underlined, and said in the summary
+    named = {**sample, "forced": [0]}
+    spans = why_text(named).spans
+    assert spans[0].style.underline and not any(s.style.underline for s in spans[1:])
+    assert repr(sample["tokens"][0].strip()) in summary(named, "v1").plain
 
 
 def test_the_gate_view_says_when_an_earlier_point_of_the_update_serves() -> None:

@@ -63,7 +63,8 @@ class Example:
         return "rl" in self.kind.split("+")
 
     def report(self, tok: Any) -> dict[str, Any]:
-        """Per-token view for reports and the TUI: tokens and their OPD advantage."""
+        """Per-token view for reports and the TUI: tokens, their OPD advantage and which were
+        forced."""
         pieces = [tok.decode([t]) for t in self.response_ids]
         base = self.opd_base or [0.0] * len(self.old_lp)
         opd = [t - o - b for t, o, b in zip(self.teacher_lp, self.old_lp, base, strict=True)]
@@ -76,6 +77,8 @@ class Example:
             "tokens": pieces,
             "teacher_trusted": self.teacher_trusted,
             "opd_advantage": [round(a, 4) for a in opd] if self.teaches else None,
+            # the positions decoding forced for a memory, trained by likelihood
+            "forced": [i for i, f in enumerate(self.forced) if f],
         }
 
 

@@ -60,19 +60,20 @@ def shown(piece: str) -> str:
 
 
 def why_text(sample: dict[str, Any]) -> Text:
-    """The answer with each token coloured by its OPD advantage (or by the reward alone)."""
+    """The answer with each token coloured by its OPD advantage (or by the reward alone), the
+    tokens decoding forced for a memory underlined."""
     tokens = sample.get("tokens") or []
     adv = sample.get("opd_advantage")
+    forced = set(sample.get("forced") or [])  # underlined: learned as the memories ask
     text = Text()
     if adv is None:
         reward = sample.get("reward") or 0.0
-        style = token_style(reward, 1.0) if reward else Style(color="default")
-        for piece in tokens:
-            text.append(shown(piece), style=style)
-        return text
-    scale = scale_of(adv)
-    for piece, a in zip(tokens, adv, strict=False):
-        text.append(shown(piece), style=token_style(a, scale))
+        styles = [token_style(reward, 1.0) if reward else Style(color="default")] * len(tokens)
+    else:
+        scale = scale_of(adv)
+        styles = [token_style(a, scale) for a in adv]
+    for i, (piece, style) in enumerate(zip(tokens, styles, strict=False)):
+        text.append(shown(piece), style=style + Style(underline=True) if i in forced else style)
     return text
 
 
@@ -107,6 +108,11 @@ def summary(sample: dict[str, Any], version: str) -> Text:
             f"{direction} (reward {sample.get('reward')}).",
             style="italic",
         )
+    forced = sample.get("forced") or []
+    if forced:
+        words = "".join(sample["tokens"][i] for i in forced if i < len(sample["tokens"]))
+        text.append("\nwritten as your memories ask (underlined, learned as written): ")
+        text.append(repr(words.strip()), style="underline")
     return text
 
 
