@@ -22,6 +22,7 @@ from typing import Any, Literal
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 HINT_HEADER = "[user's hint / instruction]"
+THINK_OPEN, THINK_CLOSE = "<think>", "</think>"  # a thinking model's reasoning block (Qwen3)
 Placement = Literal["user", "system"]
 
 

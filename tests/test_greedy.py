@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import torch
+
 from clawd.adapters.gate import general_prompts
 from clawd.chattemplate import ChatTemplate
 from clawd.training import torchmodel
@@ -78,3 +80,50 @@ def test_a_shaped_answer_opens_ends_and_asks_as_the_daemon_serves_it(
         assert sum(forced) == len(closing) + ended and len(text) > start + len(CLOSING)
     else:
         assert "?" in text
+
+
+class Scripted(torch.nn.Module):
+    """The real model, whose choice at a few steps is scripted (a logit boost on one token):
+    how a thinking model's first tokens are made to happen on a vocabulary without them."""
+
+    def __init__(self, model: torch.nn.Module, script: dict[int, int]) -> None:
+        super().__init__()
+        self.model, self.script, self.step = model, script, 0
+
+    def forward(self, **kwargs: object) -> object:
+        out = self.model(**kwargs)
+        if self.step in self.script:
+            out.logits[0, -1, self.script[self.step]] += 1e4
+        self.step += 1
+        return out
+
+
+def test_a_thinking_models_shape_starts_after_its_thinking(
+    smollm2_gguf: Path, torch_cache: Path
+) -> None:
+    """As the engine does, ``shaped_answer`` leaves a ``<think>...</think>`` block alone: the
+    name opens the content after it, and a sentence ended inside the thinking does not count
+    toward a one-sentence limit. (SmolLM2 with the two tags added to its vocabulary; the first
+    four tokens are scripted: ``<think>``, "Yes", ".", ``</think>``.)"""
+    from clawd.signals.shaping import shape_of
+    from clawd.training.greedy import shaped_answer
+
+    model, tok = torchmodel.load(smollm2_gguf, torch_cache)
+    tok.add_tokens(["<think>", "</think>"])
+    model.resize_token_embeddings(len(tok))
+    model.eval()
+    think, done = tok.convert_tokens_to_ids(["<think>", "</think>"])
+    yes, stop = tok("Yes", add_special_tokens=False)["input_ids"][0], tok(".")["input_ids"][0]
+    scripted = Scripted(model, {0: think, 1: yes, 2: stop, 3: done})
+    template = ChatTemplate.from_gguf(smollm2_gguf)
+    msgs = [{"role": "user", "content": "Why is the sky blue?"}]
+    prompt = tok(template.render(msgs), add_special_tokens=False)["input_ids"]
+    eos = torchmodel.end_tokens(tok)
+    shape = shape_of(["Address the user as Noor.", "Answer in one sentence."], first_answer=True)
+    answer, forced = shaped_answer(scripted, prompt, shape, tok, 96, eos)
+    assert answer[:4] == [think, yes, stop, done] and forced[:4] == [0.0] * 4
+    opening = tok("Noor,", add_special_tokens=False)["input_ids"]
+    at = next(i for i in range(4, len(answer)) if forced[i])
+    assert answer[at : at + len(opening)] == opening
+    assert all(tok.decode([t]).strip() == "" for t in answer[4:at])  # only blanks before it
+    assert len(answer) > at + len(opening)  # the thinking's "Yes." did not end the answer

@@ -399,9 +399,10 @@ def test_a_run_distils_the_memories_and_records_their_gap(
 def test_a_served_answers_forced_tokens_train_only_while_its_memories_hold(
     smollm2_gguf: Path, torch_cache: Path
 ) -> None:
-    """A turn served with memories records the positions decoding forced (``params["forced"]``):
-    its example marks them while every memory it was served with is active or learned, and
-    marks none once one of them was replaced or deleted (a name the user changed)."""
+    """A turn served with memories records the shape and the positions decoding forced
+    (``params``): its example marks them while the memories it was served with still ask for
+    that shape, whatever became of the others, and marks none once the name was edited or
+    deleted."""
     from clawd.training import torchmodel
     from clawd.training.batches import build_examples
 
@@ -410,7 +411,7 @@ def test_a_served_answers_forced_tokens_train_only_while_its_memories_hold(
     messages = [{"role": "user", "content": "What is the capital of Japan?"}]
     response = tok("Ana, it is Tokyo.<|im_end|>", add_special_tokens=False)["input_ids"]
     opening = len(tok("Ana,", add_special_tokens=False)["input_ids"])
-    forced = [*range(opening), len(response) - 1]
+    forced = list(range(opening))
     sample = {
         "id": 7,
         "kind": "rl",
@@ -419,13 +420,24 @@ def test_a_served_answers_forced_tokens_train_only_while_its_memories_hold(
         "prompt_token_ids": json.dumps(tokenize(smollm2_gguf, "with memories")),
         "response_token_ids": json.dumps(response),
         "prompt_messages": json.dumps(messages),
-        "params": json.dumps({"forced": forced}),
+        "params": json.dumps({"forced": forced, "shaped": {"opening": "Ana,"}}),
         "memory_ids": json.dumps([3, 4]),
     }
     cfg = small()
-    [held], _ = build_examples([sample], tok, template, cfg, memories={3, 4, 9})
-    assert held.forced == [1.0 if i in forced else 0.0 for i in range(len(response))]
+    ana, veg = "Address the user as Ana.", "The user is vegetarian."
+
+    def marks(memories: dict[int, str]) -> list[float]:
+        [example], _ = build_examples([sample], tok, template, cfg, memories=memories)
+        return example.forced
+
+    assert marks({3: ana, 4: veg, 9: "Use metric units."}) == [1.0] * opening + [0.0] * (
+        len(response) - opening
+    )
+    assert marks({3: ana}) == marks({3: ana, 4: veg})  # another memory went: the name holds
+    assert marks({3: "Address the user as Bea.", 4: veg}) == []  # edited
+    assert marks({4: veg}) == [] and marks({}) == []  # deleted, or memory off
     # the student learns without the memories: the prompt is the client's own messages
-    assert held.prompt_ids == tok(template.render(messages), add_special_tokens=False)["input_ids"]
-    [changed], _ = build_examples([sample], tok, template, cfg, memories={3})
-    assert changed.forced == []
+    [example], _ = build_examples([sample], tok, template, cfg, memories={3: ana})
+    assert (
+        example.prompt_ids == tok(template.render(messages), add_special_tokens=False)["input_ids"]
+    )

@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from clawd.chattemplate import ChatTemplate, TemplateError
-from clawd.serving.textstream import THINK_OPEN, Detokenizer, StopScanner, ThinkingSplitter
+from clawd.chattemplate import THINK_OPEN, ChatTemplate, TemplateError
+from clawd.serving.textstream import Detokenizer, StopScanner, ThinkingSplitter
 from clawd.signals.shaping import CLOSING, Shape, Shaper
 
 

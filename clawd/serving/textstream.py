@@ -15,7 +15,7 @@ from __future__ import annotations
 import codecs
 import sys
 
-THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
+from clawd.chattemplate import THINK_CLOSE, THINK_OPEN
 
 
 class Detokenizer:

@@ -15,13 +15,14 @@ Run alone to show how the stored samples would be batched::
 from __future__ import annotations
 
 import json
-from collections.abc import Collection
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
 from clawd.chattemplate import ChatTemplate, teacher_messages
+from clawd.signals.shaping import shape_of
 from clawd.training.repeats import repeated_ngrams
 
 
@@ -88,13 +89,14 @@ def build_examples(
     template: ChatTemplate,
     cfg: Any,
     device: Any = "cpu",
-    memories: Collection[int] = (),
+    memories: Mapping[int, str] | None = None,
 ) -> tuple[list[Example], list[int]]:
     """Examples for the samples that fit ``cfg.max_seq_len``; returns them and the ids of the
     samples that do not (empty or too long: they can never train). The tokens decoding forced
-    for the memories' shape (the turn's ``params["forced"]``) are marked ``forced`` while every
-    memory the answer was served with is still in ``memories`` (active or learned): a name
-    the user has since changed is not taught."""
+    for the memories' shape (the turn's ``params["forced"]``) are marked ``forced`` while the
+    memories the answer was served with, as they read now in ``memories`` (id -> text, active
+    or learned), still ask for the shape it was served with: a name the user has since
+    changed, edited or deleted is not taught."""
     out: list[Example] = []
     skipped: list[int] = []
     for s in samples:
@@ -104,7 +106,7 @@ def build_examples(
         params = json.loads(s.get("params") or "{}")
         served_with = json.loads(s.get("memory_ids") or "[]")
         forced = []
-        if served_with and set(served_with) <= set(memories) and params.get("forced"):
+        if served_with and params.get("forced") and _same_shape(params, served_with, memories):
             at = set(params["forced"])
             forced = [1.0 if i in at else 0.0 for i in range(len(response))]
         if served_with:
@@ -136,6 +138,17 @@ def build_examples(
             )
         )
     return out, skipped
+
+
+def _same_shape(
+    params: dict[str, Any], served_with: list[int], memories: Mapping[int, str] | None
+) -> bool:
+    """Whether the memories an answer was served with (those still in ``memories``) ask now
+    for every part of the shape it was served with (``params["shaped"]``)."""
+    texts = [memories[i] for i in served_with if i in memories] if memories else []
+    now = shape_of(texts, first_answer=True).describe()
+    was = params.get("shaped") or {}
+    return bool(was) and all(now.get(k) == v for k, v in was.items())
 
 
 def _pad(rows: list[list[int]], value: int = 0) -> tuple[torch.Tensor, torch.Tensor]:

@@ -130,7 +130,7 @@ def memory_examples(
         "heldout_prompts": len(memory["heldout"]),
         "examples": len(out),
         "shape": shape.describe(),
-        "forced_tokens": sum(sum(f) for _, f in shaped),
+        "forced_tokens": int(sum(sum(f) for _, f in shaped)),
         "answers": [tok.decode(a, skip_special_tokens=True)[:200] for a in answers[:3]],
     }
     return out, report

@@ -24,6 +24,7 @@ from typing import Any
 
 import torch
 
+from clawd.chattemplate import THINK_CLOSE, THINK_OPEN
 from clawd.signals.shaping import CLOSING, Shape, Shaper
 
 
@@ -70,8 +71,9 @@ def shaped_answer(
 ) -> tuple[list[int], list[float]]:
     """The model's greedy answer to ``prompt`` (token ids) under ``shape``, as the engine
     serves it (``clawd.serving.engine``): the opening comes instead of the first token of
-    content, a closing question ("Would you like") comes instead of an end without one, and an
-    answer the shape ends gets ``eos[0]``. Returns the answer's tokens (at most
+    content (after a thinking model's ``<think>`` block, which the shape leaves alone), a
+    closing question ("Would you like") comes instead of an end without one, and an answer the
+    shape ends gets ``eos[0]``. Returns the answer's tokens (at most
     ``max_tokens``) and, for each, 1.0 where decoding forced it (the opening, the closing
     words, the end the shape set) and 0.0 where the model chose it."""
     device = next(model.parameters()).device
@@ -80,6 +82,7 @@ def shaped_answer(
     forced: list[float] = []
     opening = shape.opening
     feed, past = list(prompt), None
+    thinking = ""  # a thinking model's <think>...</think> block: no shape applies inside it
 
     def force(text: str) -> bool:
         ids = tok(text, add_special_tokens=False)["input_ids"]
@@ -102,6 +105,12 @@ def shaped_answer(
             forced.append(0.0)
             break
         piece = tok.decode([token])
+        if thinking or (not out and piece.strip() == THINK_OPEN):
+            thinking = "" if THINK_CLOSE in thinking + piece else thinking + piece
+            out.append(token)
+            forced.append(0.0)
+            feed.append(token)
+            continue
         if opening and piece.strip():
             fits, opening = force(opening), None
             if fits:

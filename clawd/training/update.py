@@ -269,7 +269,7 @@ def _split(
     too long). Raises TooLong when no new sample fits."""
     cfg = inputs.cfg
     replay = [r for r in inputs.replay if r["model_sha256"] in (None, inputs.digest)]
-    live = {m["id"] for m in (inputs.memory or {}).get("memories", [])}
+    live = {m["id"]: m["text"] for m in (inputs.memory or {}).get("memories", [])}
     examples, skipped = build_examples(inputs.samples, tok, template, cfg, device, live)
     replayed, _ = build_examples(replay, tok, template, cfg, device, live)
     if not examples:
