@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -29,13 +30,18 @@ def ask(c: httpx.Client, messages: list[dict], **headers: str) -> dict:
     return r.json()
 
 
-def prompt_of(home: Path, gguf: Path, turn_id: str) -> tuple[str, list[int]]:
-    """The prompt a recorded turn was answered from, as text, and its memory ids."""
+def recorded(home: Path, gguf: Path, turn_id: str) -> tuple[dict, Any]:
+    """A recorded turn's row and the model's vocabulary, to read its tokens."""
     from llama_cpp import Llama
 
     with Store.open(home) as store:
         row = store.db["turns"].get(turn_id)
-    vocab = Llama(str(gguf), vocab_only=True, verbose=False)
+    return row, Llama(str(gguf), vocab_only=True, verbose=False)
+
+
+def prompt_of(home: Path, gguf: Path, turn_id: str) -> tuple[str, list[int]]:
+    """The prompt a recorded turn was answered from, as text, and its memory ids."""
+    row, vocab = recorded(home, gguf, turn_id)
     text = vocab.detokenize(json.loads(row["prompt_token_ids"]), special=True).decode()
     return text, json.loads(row["memory_ids"] or "[]")
 
@@ -43,13 +49,9 @@ def prompt_of(home: Path, gguf: Path, turn_id: str) -> tuple[str, list[int]]:
 def forced_of(home: Path, gguf: Path, turn_id: str) -> tuple[str, list[int]]:
     """A recorded turn's forced tokens: the text of those that open the answer, and the end
     of turn the shape set (its position as a list, empty when the model ended itself)."""
-    from llama_cpp import Llama
-
-    with Store.open(home) as store:
-        row = store.db["turns"].get(turn_id)
+    row, vocab = recorded(home, gguf, turn_id)
     forced = json.loads(row["params"])["forced"]
     response = json.loads(row["response_token_ids"])
-    vocab = Llama(str(gguf), vocab_only=True, verbose=False)
     head = [response[i] for i in forced if i < len(response) - 1]
     last = [i for i in forced if i == len(response) - 1 and response[i] == vocab.token_eos()]
     return vocab.detokenize(head).decode(), last

@@ -164,7 +164,8 @@ def _pad(rows: list[list[int]], value: int = 0) -> tuple[torch.Tensor, torch.Ten
 def collate(examples: list[Example]) -> dict[str, torch.Tensor]:
     """Right-padded tensors: ids/attn (B, L), starts (B,), per-token values and mask (B, T),
     ``repeated`` (B, T) 1.0 on response tokens that repeat an earlier 4-gram of their answer
-    (``repeats.repeated_ngrams``), ``forced`` (B, T) 1.0 on tokens decoding forced."""
+    (``repeats.repeated_ngrams``), ``forced`` (B, T) 1.0 on tokens decoding forced and
+    ``sampled`` (B, T) the mask without them."""
     device = examples[0].device
     t = max(len(e.response_ids) for e in examples)
     s_ids, s_attn = _pad([e.prompt_ids + e.response_ids for e in examples])
@@ -183,6 +184,7 @@ def collate(examples: list[Example]) -> dict[str, torch.Tensor]:
     for i, e in enumerate(examples):
         mask[i, : len(e.response_ids)] = 1.0
         repeated[i, : len(e.response_ids)] = torch.tensor(repeated_ngrams(e.response_ids))
+    forced = per_token("forced")  # 0 on padding, as the mask
     batch = {
         "student_ids": s_ids,
         "student_attn": s_attn,
@@ -196,7 +198,8 @@ def collate(examples: list[Example]) -> dict[str, torch.Tensor]:
         "teacher_lp": per_token("teacher_lp"),
         "opd_base": per_token("opd_base"),
         "ref_lp": per_token("ref_lp"),
-        "forced": per_token("forced"),
+        "forced": forced,
+        "sampled": mask - forced,
         "reward": torch.tensor([e.reward for e in examples]),
         "has_hint": torch.tensor([1.0 if e.teaches else 0.0 for e in examples]),
         "has_reward": torch.tensor([1.0 if e.has_reward else 0.0 for e in examples]),

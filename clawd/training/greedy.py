@@ -84,13 +84,16 @@ def shaped_answer(
     feed, past = list(prompt), None
     thinking = ""  # a thinking model's <think>...</think> block: no shape applies inside it
 
+    def take(ids: list[int], mark: float = 0.0) -> None:
+        out.extend(ids)
+        forced.extend([mark] * len(ids))
+        feed.extend(ids)
+
     def force(text: str) -> bool:
         ids = tok(text, add_special_tokens=False)["input_ids"]
         if len(out) + len(ids) >= max_tokens:
             return False
-        out.extend(ids)
-        forced.extend([1.0] * len(ids))
-        feed.extend(ids)
+        take(ids, 1.0)
         shaper.forced(text)
         return True
 
@@ -101,29 +104,23 @@ def shaped_answer(
         if token in eos:
             if shaper.closing() and force(CLOSING):
                 continue  # the end comes after the question
-            out.append(token)
-            forced.append(0.0)
+            take([token])
             break
         piece = tok.decode([token])
         if thinking or (not out and piece.strip() == THINK_OPEN):
             thinking = "" if THINK_CLOSE in thinking + piece else thinking + piece
-            out.append(token)
-            forced.append(0.0)
-            feed.append(token)
+            take([token])
             continue
         if opening and piece.strip():
             fits, opening = force(opening), None
             if fits:
                 continue  # the opening comes instead of the content's first token
-        out.append(token)
-        forced.append(0.0)
-        feed.append(token)
+        take([token])
         verdict = shaper.push(piece, max_tokens - len(out))
         if verdict == "end" and shaper.closing() and force(CLOSING):
             continue
         if verdict == "end" and len(out) < max_tokens:
-            out.append(eos[0])  # the shape said "stop here"
-            forced.append(1.0)
+            take([eos[0]], 1.0)  # the shape said "stop here"
         if verdict in ("end", "cut"):
             break
     return out, forced

@@ -170,9 +170,7 @@ def train_steps(
         else:
             model.train()
             batch, logp = _forward(model, batches[i])
-        # the tokens a memory forced train by likelihood alone; the rest as samples do
-        forced = batch["forced"] * batch["mask"]
-        mask = batch["mask"] - forced
+        mask = batch["sampled"]  # the tokens a memory forced train by likelihood alone
         step_kl = mean_k3_kl(logp.detach(), batch["old_lp"], mask).item()
         if cfg.target_kl > 0 and step_kl > cfg.target_kl:
             if region.overshot(step_kl):
@@ -298,8 +296,7 @@ def _step_loss(
     the base model, the unlikelihood of repeats (``repeats_loss``: the starting weights' own
     loops, added to the batch's) and the likelihood of forced tokens; the surrogate and the KL
     terms leave out the forced tokens. Returns the loss and its parts, detached."""
-    forced = batch["forced"] * batch["mask"]
-    mask = batch["mask"] - forced
+    forced, mask = batch["forced"], batch["sampled"]
     adv = token_advantages(
         batch["teacher_lp"],
         batch["old_lp"],

@@ -274,7 +274,7 @@ def _updated(
     home: Path,
     settings: Settings,
     run_id: int,
-    on_step: Any,
+    on_step: Callable[[dict[str, float]], None],
 ) -> dict[str, Any]:
     """The update itself, here or on the Ray cluster (``settings.train_backend``)."""
     if settings.train_backend != "ray":
