@@ -7,7 +7,6 @@ Not run alone; see ``bench.learning``.
 
 from __future__ import annotations
 
-import json
 import random
 import statistics
 import time
@@ -139,9 +138,6 @@ class Loop:
             ],
             "samples": run["n_samples"],
             "seconds": (row.get("manifest") or {}).get("seconds"),  # per phase, gate included
-            # what the trainer measured of each hinted sample's own answers (train_method
-            # hindsight): relevance, echo, quotes, hint gain, kept, teacher trusted
-            "hindsight_answers": run_report(run).get("hindsight_answers"),
         }
 
     def evaluate(self) -> dict[str, Any]:
@@ -178,9 +174,3 @@ class Loop:
             "loops": looping(examples, self.model),  # compliance bought with a loop shows
             "adapter": a["clawd"]["adapter_version"],
         }
-
-
-def run_report(run: dict[str, Any]) -> dict[str, Any]:
-    """The training run's report.json (the daemon runs on this machine), or {} without one."""
-    path = Path(run.get("report_path") or "")
-    return json.loads(path.read_text()) if path.is_file() else {}

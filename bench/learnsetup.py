@@ -32,21 +32,6 @@ METHODS: dict[str, dict[str, Any]] = {
         "train_method": "combined",
         "oracle": True,
     },
-    "hindsight": {
-        "label": "combined + hindsight answers (own judge)",
-        "train_method": "hindsight",
-    },
-    "oracle-hindsight": {
-        "label": "ORACLE signals, combined + hindsight answers",
-        "train_method": "hindsight",
-        "oracle": True,
-    },
-    "oracle-hindsight-nocheck": {
-        "label": "ORACLE signals, hindsight, teacher check off",
-        "train_method": "hindsight",
-        "oracle": True,
-        "settings": {"CLAWD_TRAIN_TEACHER_CHECK": "false"},
-    },
     "oracle-system": {
         "label": "ORACLE signals, hint as system message",
         "train_method": "combined",
@@ -88,7 +73,7 @@ CONFIGS = {
     ),
     "full": Config(list(PERSONAS), list(METHODS), 8, eval_prompts=12, seeds=[0, 1]),
     # The learner's claim, re-checkable in under 30 minutes: brief with oracle signals and the
-    # default method (combined); with hindsight answers it peaked lower (docs/experiments.md).
+    # default method (combined).
     "brief": Config(
         ["brief"],
         ["oracle"],

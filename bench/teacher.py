@@ -1,6 +1,6 @@
 """What the hinted model can teach: the base model's answers with the user's rule in context.
 
-Distillation (the OPD term, hindsight answers, top-k) moves the student toward what the same
+Distillation (the OPD term) moves the student toward what the same
 model writes with the hint in its context, and the RL term toward what the student's own sampled
 answers already get right. A preference that neither shows leaves the learner little to move
 toward, however it trains. This measures both on the served model (llama.cpp, the learning
@@ -9,9 +9,7 @@ bench's evaluation: held-out prompts, at most 96 tokens):
 - plain: the base model's greedy answer, and ``--samples`` sampled ones (what RL can find);
 - hinted: the greedy answer with the persona's rules as the oracle hint, placed in the last user
   message (``teacher_messages``, the default) and as a system message, and ``--samples`` sampled
-  with the user placement (what a hindsight answer can be), each sampled one also checked
-  against the trainer's text filters (an answer that copies the question or quotes the hint does
-  not train).
+  with the user placement.
 
 For each persona it prints the mean compliance (the share of its preferences met) and the share
 of prompts where some sampled answer meets every preference. Plain answers do not depend on the
@@ -34,8 +32,6 @@ from clawd.chattemplate import teacher_messages
 from clawd.config import load_settings
 from clawd.models import resolve
 from clawd.serving.engine import Engine, GenParams, Result, generate_blocking
-from clawd.training.config import TrainConfig
-from clawd.training.hindsight import echo_share, hint_block
 
 MAX_TOKENS = 96  # as bench.learning's evaluation
 
@@ -51,42 +47,20 @@ def answers(
     return [generate_blocking(engine, prompt, p) for p in params]
 
 
-def trainable(answer: list[int], teacher_prompt: list[int], prompt: list[int]) -> bool:
-    """Whether the trainer's text filters would keep ``answer`` as a hindsight answer: it copies
-    no more than ``hindsight_max_echo`` of itself from the question and hint, and quotes no run
-    of 4 tokens of the hint (``clawd.training.hindsight``; its relevance floor needs the torch
-    model and is not applied here)."""
-    block = hint_block(teacher_prompt, prompt)
-    echo = echo_share(answer, teacher_prompt)
-    return echo <= TrainConfig().hindsight_max_echo and echo_share(answer, block) == 0
-
-
 def score(
     persona: Persona,
     greedy: list[str],
     sampled: list[list[str]],
-    kept: list[list[bool]] | None = None,
 ) -> dict:
-    """Mean compliance of the greedy answers and of every sampled one, the share of prompts with
-    a sampled answer that meets every preference, and with ``kept`` (per sampled answer: would
-    the trainer's filters keep it) the share with such an answer the trainer would keep."""
+    """Mean compliance of the greedy answers and of every sampled one, and the share of prompts
+    with a sampled answer that meets every preference."""
     flat = [persona.compliance(a) for row in sampled for a in row]
     meets = [[persona.compliance(a) == 1.0 for a in row] for row in sampled]
-    out = {
+    return {
         "greedy": statistics.fmean(persona.compliance(a) for a in greedy),
         "sampled": statistics.fmean(flat) if flat else None,
         "some_sample_meets_all": statistics.fmean(any(row) for row in meets) if flat else None,
     }
-    if kept is not None:
-        out["some_kept_sample_meets_all"] = (
-            statistics.fmean(
-                any(m and k for m, k in zip(ms, ks, strict=True))
-                for ms, ks in zip(meets, kept, strict=True)
-            )
-            if flat
-            else None
-        )
-    return out
 
 
 def measure(
@@ -109,20 +83,20 @@ def measure(
         persona = PERSONAS[name]
         hint = " ".join(p.rule for p in persona.preferences)
         t0 = time.monotonic()
-        user, kept, system = [], [], []
+        user, system = [], []
         for q in prompts:
             msgs = [{"role": "user", "content": q}]
-            prompt, hinted = tokens(msgs), tokens(teacher_messages(msgs, hint, "user"))
-            got = answers(engine, hinted, samples, temperature, seed)
+            got = answers(
+                engine, tokens(teacher_messages(msgs, hint, "user")), samples, temperature, seed
+            )
             user.append([r.content for r in got])
-            kept.append([trainable(r.response_token_ids, hinted, prompt) for r in got[1:]])
             (greedy,) = answers(engine, tokens(teacher_messages(msgs, hint, "system")), 0, 0, seed)
             system.append(greedy.content)
         row = {
             "persona": name,
             "hint": hint,
             "plain": score(persona, [a[0] for a in plain], [a[1:] for a in plain]),
-            "hinted_user": score(persona, [a[0] for a in user], [a[1:] for a in user], kept),
+            "hinted_user": score(persona, [a[0] for a in user], [a[1:] for a in user]),
             "hinted_system": score(persona, system, []),
             "examples": {
                 "plain": plain[0][0],
@@ -151,7 +125,6 @@ def table_line(row: dict) -> str:
         _cell(s["greedy"]),
         _cell(u["sampled"]),
         _cell(u["some_sample_meets_all"]),
-        _cell(u["some_kept_sample_meets_all"]),
     ]
     return "| " + " | ".join(cells) + " |"
 
@@ -159,8 +132,8 @@ def table_line(row: dict) -> str:
 HEADER = (
     "| persona | plain greedy | plain sampled | plain: some sample meets all "
     "| hinted greedy (user) | hinted greedy (system) | hinted sampled "
-    "| hinted: some sample meets all | ... and the trainer's filters keep it |\n"
-    "|---|---|---|---|---|---|---|---|---|"
+    "| hinted: some sample meets all |\n"
+    "|---|---|---|---|---|---|---|---|"
 )
 
 

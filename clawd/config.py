@@ -33,9 +33,13 @@ REMOVED_SETTINGS = frozenset(
         "train_distill_topk",
         "train_hindsight_guidance",
         "train_loop_guard",
+        "train_teacher_check",
         "train_unlikelihood_general",
     }
 )
+# Values of a setting that were removed the same way: an old config.toml's is left out, with a
+# warning, and the default applies.
+REMOVED_VALUES = {("train_method", "hindsight")}
 
 log = logging.getLogger(__name__)
 
@@ -183,11 +187,10 @@ class Settings(BaseSettings):
         description="Where the trainer's teacher context puts the hint: appended to the last "
         "user message (the paper) or as a system message (better on SmolLM2 in probes).",
     )
-    train_method: Literal["combined", "hindsight", "rl", "opd"] = Field(
+    train_method: Literal["combined", "rl", "opd"] = Field(
         "combined",
         description="What a training run learns from: both the hint (OPD) and the reward "
-        "(binary RL); 'hindsight' adds, for each hinted sample, the answer the model writes "
-        "with the hint in context; or only one signal (for comparisons; bench/learning.py).",
+        "(binary RL), or only one of them (to compare what each teaches; bench/learning.py).",
     )
     train_lr: float = Field(
         1e-4,
@@ -231,11 +234,6 @@ class Settings(BaseSettings):
         le=4096,
         description="Earlier trained samples replayed in each run (at most as many as new "
         "ones), so what was learned is kept while new samples add to it.",
-    )
-    train_teacher_check: bool = Field(
-        True,
-        description="With train_method 'hindsight': a hinted sample whose hinted answer "
-        "misses the question trains on its reward alone, not toward that deflecting teacher.",
     )
     train_opd_baseline: bool = Field(
         True,
@@ -350,7 +348,7 @@ class Settings(BaseSettings):
 
 def read_config_file(home: Path) -> dict[str, Any]:
     """The key/value pairs of ``config.toml`` ({} when there is none), checked against Settings;
-    keys of ``REMOVED_SETTINGS`` are left out with a warning."""
+    keys of ``REMOVED_SETTINGS`` and values of ``REMOVED_VALUES`` are left out with a warning."""
     path = config_path(home)
     if not path.exists():
         return {}
@@ -359,9 +357,14 @@ def read_config_file(home: Path) -> dict[str, Any]:
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read it as TOML: {exc}") from exc
     removed = sorted(set(data) & REMOVED_SETTINGS)
+    removed += [f"{k} = {v!r}" for k, v in sorted(REMOVED_VALUES) if data.get(k) == v]
     if removed:
         log.warning("%s: ignoring removed setting(s) %s", path, ", ".join(removed))
-        data = {k: v for k, v in data.items() if k not in REMOVED_SETTINGS}
+        data = {
+            k: v
+            for k, v in data.items()
+            if k not in REMOVED_SETTINGS and (k, v) not in REMOVED_VALUES
+        }
     unknown = sorted(set(data) - set(Settings.model_fields))
     if unknown:
         known = ", ".join(Settings.model_fields)

@@ -15,22 +15,11 @@ def test_scores_count_the_preferences_met_and_prompts_with_a_compliant_sample() 
     sam = PERSONAS["sam"]
     greedy = ["Sam, boil it for eight minutes.", "Boil it."]  # both preferences, then one
     sampled = [["Boil it.", "Sam, boil it."], ["Boil it.", "Boil it."]]
-    got = teacher.score(sam, greedy, sampled, [[True, False], [True, True]])
+    got = teacher.score(sam, greedy, sampled)
     assert got["greedy"] == 0.75
     assert got["sampled"] == 0.625  # 0.5, 1.0, 0.5, 0.5
     assert got["some_sample_meets_all"] == 0.5  # the first prompt only
-    assert got["some_kept_sample_meets_all"] == 0.0  # and the trainer would not keep that one
     assert teacher.score(sam, greedy, [])["sampled"] is None  # no samples: unknown, not 0
-
-
-def test_the_trainers_filters_refuse_an_answer_that_quotes_the_hint_or_copies_the_question() -> (
-    None
-):
-    prompt = [1, 2, 3, 4, 9, 10]  # the question, then the end of the user turn
-    hinted = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]  # the hint (5..8) after the question
-    assert teacher.trainable([20, 21, 22, 23, 24, 25], hinted, prompt)  # its own words
-    assert not teacher.trainable([20, 5, 6, 7, 8, 21], hinted, prompt)  # quotes the hint
-    assert not teacher.trainable([1, 2, 3, 4, 20], hinted, prompt)  # mostly the question
 
 
 def test_a_run_on_the_real_model_writes_every_context(
@@ -44,7 +33,7 @@ def test_a_run_on_the_real_model_writes_every_context(
     for context in ("plain", "hinted_user"):
         assert 0.0 <= row[context]["greedy"] <= 1.0 and 0.0 <= row[context]["sampled"] <= 1.0
     assert row["hinted_system"]["sampled"] is None  # greedy only in the system placement
-    assert row["hinted_user"]["some_kept_sample_meets_all"] in (0.0, 1.0)  # one prompt
+    assert row["hinted_user"]["some_sample_meets_all"] in (0.0, 1.0)  # one prompt
     assert all(row["examples"][k].strip() for k in ("plain", "hinted_user", "hinted_system"))
     assert "| sam | " in capsys.readouterr().out
 

@@ -68,6 +68,12 @@ def test_a_removed_setting_is_ignored_with_a_warning(
     with pytest.raises(ConfigError, match="unknown setting.*prot") as err:
         load_settings(home)
     assert "gate_new_degenerate" not in str(err.value).split(";")[0]
+    # a removed value (train_method = "hindsight") too: the default applies
+    (home / "config.toml").write_text('train_method = "hindsight"\ntrain_teacher_check = false\n')
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="clawd.config"):
+        assert load_settings(home).train_method == "combined"
+    assert "train_method = 'hindsight'" in caplog.text and "train_teacher_check" in caplog.text
 
 
 def test_set_value_keeps_comments_and_validates(home: Path) -> None:

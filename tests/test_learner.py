@@ -1,5 +1,5 @@
 """The learner across runs, on real training runs of the tiny model: the trust region, replay,
-a rejected run's samples, held-out rotation, hindsight answers; and what a run leaves on disk
+a rejected run's samples, held-out rotation; and what a run leaves on disk
 (forget, a shared torch cache)."""
 
 from __future__ import annotations
@@ -96,82 +96,6 @@ def test_held_out_samples_rotate_and_train_in_the_next_run(
     manifest = json.loads((Path(two["path"]) / "manifest.json").read_text())
     assert manifest["samples"] == [ids[4]] and manifest["heldout"] == []
     assert _status(home, ids)[4] == ("used", 0, 1)
-
-
-@pytest.mark.slow
-def test_hindsight_adds_the_hinted_models_own_answer(tiny_qwen3_gguf: Path, home: Path) -> None:
-    with Store.open(home) as store:
-        add_sample(store, tiny_qwen3_gguf, hint="End with a question.", reward=-1, kind="opd+rl")
-        add_sample(store, tiny_qwen3_gguf, hint=None, reward=1, kind="rl", answer="Paris.")
-    # Random weights: no answer relates to any question, so the relevance filter is off here
-    # (tests/test_ppo.py measures relevance on SmolLM2).
-    off = {"hindsight_relevance": 0.0, "hindsight_min_relevance": -99.0}
-    cfg = small(epochs=1, hindsight=True, hindsight_max_tokens=12, **off)
-    assert cfg.method == "hindsight"
-    summary = train.run(home, settings_for(tiny_qwen3_gguf), cfg=cfg)
-    report = json.loads((Path(summary["path"]) / "report.json").read_text())
-    written = [s for s in report["samples"] if s["hindsight"]]
-    assert len(written) == 1 and written[0]["hint"] == "End with a question."
-    assert 1 <= len(written[0]["tokens"]) <= 12
-    assert written[0]["tokens"] != next(s for s in report["samples"] if s["hint"])["tokens"]
-    # Teacher-written tokens are likelier under the hint than without it, on the whole.
-    assert sum(written[0]["opd_advantage"]) > 0
-    [seen] = report["hindsight_answers"]
-    assert seen["kept"] is True and set(seen) >= {"relevance_served", "relevance_hindsight"}
-    # A teacher that answers the question keeps the served answer's OPD term.
-    served = next(s for s in report["samples"] if s["hint"] and not s["hindsight"])
-    assert seen["teacher_trusted"] is True and served["teacher_trusted"] is True
-    assert served["opd_advantage"] is not None and any(served["opd_advantage"])
-    # The answer that trained is the one measured: its mean OPD advantage is its hint gain.
-    assert seen["echo"] <= cfg.hindsight_max_echo and not seen["quotes_hint"]
-    advantage = written[0]["opd_advantage"]
-    assert abs(sum(advantage) / len(advantage) - seen["hint_gain"]) < 1e-2
-
-
-@pytest.mark.slow
-def test_a_hindsight_answer_that_misses_the_question_does_not_train(
-    tiny_qwen3_gguf: Path, home: Path
-) -> None:
-    with Store.open(home) as store:
-        add_sample(store, tiny_qwen3_gguf, hint="End with a question.", reward=-1, kind="opd+rl")
-    cfg = small(epochs=1, hindsight=True, hindsight_max_tokens=12, hindsight_min_relevance=50.0)
-    summary = train.run(home, settings_for(tiny_qwen3_gguf), cfg=cfg)
-    report = json.loads((Path(summary["path"]) / "report.json").read_text())
-    assert not any(s["hindsight"] for s in report["samples"]) and report["hindsight"] == 0
-    [seen] = report["hindsight_answers"]
-    assert seen["kept"] is False and seen["relevance_hindsight"] < 50.0
-    # Nor does that teacher score the served answer: the sample learns from its reward alone.
-    [served] = report["samples"]
-    assert seen["teacher_trusted"] is False and served["teacher_trusted"] is False
-    assert served["opd_advantage"] is None
-    assert all(s["adv_opd"] == 0 for s in report["steps"])
-    # Replayed in the next run, it is checked again and stays without its OPD term.
-    with Store.open(home) as store:
-        add_sample(store, tiny_qwen3_gguf, hint=None, reward=1, kind="rl", answer="Paris.")
-    two = train.run(home, settings_for(tiny_qwen3_gguf), cfg=cfg)
-    assert two["replayed"] == 1
-    report = json.loads((Path(two["path"]) / "report.json").read_text())
-    [replayed] = [s for s in report["samples"] if s["hint"]]
-    assert replayed["teacher_trusted"] is False and replayed["opd_advantage"] is None
-    assert [h["teacher_trusted"] for h in report["hindsight_answers"]] == [False]
-
-
-@pytest.mark.slow
-def test_the_teacher_check_can_be_switched_off(tiny_qwen3_gguf: Path, home: Path) -> None:
-    with Store.open(home) as store:
-        add_sample(store, tiny_qwen3_gguf, hint="End with a question.", reward=-1, kind="opd+rl")
-    cfg = small(
-        epochs=1,
-        hindsight=True,
-        hindsight_max_tokens=12,
-        hindsight_min_relevance=50.0,
-        hindsight_trust=False,
-    )
-    summary = train.run(home, settings_for(tiny_qwen3_gguf), cfg=cfg)
-    report = json.loads((Path(summary["path"]) / "report.json").read_text())
-    [served] = report["samples"]
-    assert served["teacher_trusted"] is True and any(served["opd_advantage"])
-    assert any(s["adv_opd"] != 0 for s in report["steps"])
 
 
 @pytest.mark.slow

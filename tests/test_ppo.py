@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
@@ -87,12 +86,11 @@ def test_a_kept_point_is_the_weights_its_steps_reached_never_a_step_taken_back(
     # often it comes depends on the numbers, the rule above on nothing.
 
 
-def test_the_opd_baseline_scores_the_models_own_answers_only(
+def test_the_opd_baseline_centres_the_hints_signal_on_the_models_own_answers(
     smollm2_gguf: Path, torch_cache: Path
 ) -> None:
     """With ``opd_baseline`` the served answer's OPD term is taken relative to -KL(student ||
-    teacher) at each position, measured on the real model; a hindsight answer (the teacher's
-    own tokens, not the student's) keeps the plain term."""
+    teacher) at each position, measured on the real model; without it, the plain term."""
     model, tok = torchmodel.load(smollm2_gguf, torch_cache)
     hint = "Answer in one sentence."
     plain, hinted = _contexts(smollm2_gguf, tok, "How do I boil an egg?", hint)
@@ -100,61 +98,19 @@ def test_the_opd_baseline_scores_the_models_own_answers_only(
         "Put the egg in boiling water for eight minutes, then cool it in cold water.<|im_end|>",
         add_special_tokens=False,
     )["input_ids"]
-    written = tok("Boil it for eight minutes.<|im_end|>", add_special_tokens=False)["input_ids"]
     cfg = TrainConfig(lr=1e-4, epochs=1, batch_size=2, kl_coef=0.0, opd_baseline=True)
     model = ppo.peft_model(model, cfg, None)
     own = Example(1, "opd", hint, 0.0, plain, hinted, served)
-    hindsight = Example(1, "opd", hint, 0.0, plain, hinted, written, hindsight=True)
-    ppo.score_examples(model, [own, hindsight], cfg)
-    assert len(own.opd_base) == len(served) and hindsight.opd_base == []
+    ppo.score_examples(model, [own], cfg)
+    assert len(own.opd_base) == len(served)
     assert all(b <= 1e-6 for b in own.opd_base) and min(own.opd_base) < -0.01  # -KL per position
     opd = [t - o for t, o in zip(own.teacher_lp, own.old_lp, strict=True)]
     reported = own.report(tok)["opd_advantage"]
     centred = [a - b for a, b in zip(opd, own.opd_base, strict=True)]
     assert reported == [round(a, 4) for a in centred]
     steps: list[dict] = []
-    ppo.train_steps(model, [own, hindsight], cfg, steps.append)
+    ppo.train_steps(model, [own], cfg, steps.append)
     assert steps and all(torch.isfinite(torch.tensor(s["adv_opd"])) for s in steps)
     off = Example(1, "opd", hint, 0.0, plain, hinted, served)
     ppo.score_examples(model, [off], TrainConfig(batch_size=1, kl_coef=0.0, opd_baseline=False))
     assert off.opd_base == []
-
-
-def test_tokens_a_memory_forced_are_learned_past_the_clip_and_the_trust_region(
-    smollm2_gguf: Path, torch_cache: Path
-) -> None:
-    """Consolidation's answer opens with the name that decoding forced ("Noor,"): the clipped
-    surrogate moves a token by at most 1 + eps_high a run, so the forced tokens train by
-    likelihood, outside the clip and the trust region. Side by side from the same start, with
-    and without that term (``w_forced``): with it the name's log-prob rises by more than the
-    clip allows in a run; the tokens the model chose stay inside the trust region either way."""
-    memory = "Address the user as Noor."
-    question = [{"role": "user", "content": "What is the moon made of?"}]
-    rises, drift = [], []
-    for w_forced in (0.0, 1.0):
-        model, tok = torchmodel.load(smollm2_gguf, torch_cache)
-        template = ChatTemplate.from_gguf(smollm2_gguf)
-        plain = tok(template.render(question), add_special_tokens=False)["input_ids"]
-        system = [{"role": "system", "content": memory}, *question]
-        hinted = tok(template.render(system), add_special_tokens=False)["input_ids"]
-        name = tok("Noor,", add_special_tokens=False)["input_ids"]
-        rest = tok(" the moon is made of rock and dust.<|im_end|>", add_special_tokens=False)
-        response = name + rest["input_ids"]
-        forced = [1.0] * len(name) + [0.0] * len(rest["input_ids"])
-        cfg = TrainConfig(lr=1e-3, epochs=8, batch_size=1, kl_coef=0.0, w_forced=w_forced)
-        model = ppo.peft_model(model, cfg, None)
-        example = Example(-1, "opd", memory, 0.0, plain, hinted, response, forced=forced)
-        ppo.score_examples(model, [example], cfg)
-        steps: list[dict] = []
-        ppo.train_steps(model, [example], cfg, steps.append)
-        with torch.no_grad():
-            _, logp = ppo._forward(model, [example])
-        n = len(name)
-        rises.append((logp[0, :n].sum() - sum(example.old_lp[:n])).item() / n)
-        chose = torch.tensor([[0.0] * n + [1.0] * (len(response) - n)])
-        old = torch.tensor([example.old_lp])
-        drift.append(losses.mean_k3_kl(logp, old, chose).item())
-        assert all(s["kl_step"] <= 2 * cfg.target_kl for s in steps)
-    clip = math.log(1 + TrainConfig().eps_high)  # the most the surrogate moves a token: 0.25
-    assert rises[1] > clip and rises[1] > rises[0] + 0.1, rises
-    assert max(drift) <= 2 * 0.05

@@ -113,7 +113,7 @@ def test_nothing_to_tell_apart_says_why() -> None:
     assert "combined" not in why  # no hint: switching methods would not help either
     why = str(nothing_to_tell_apart(complaints, "combined"))
     assert "scored -1 and none has a hint" in why and "says what to change" in why
-    assert "scored +1" in str(nothing_to_tell_apart([row(1)], "hindsight"))
+    assert "scored +1" in str(nothing_to_tell_apart([row(1)], "opd"))
     assert nothing_to_tell_apart([*complaints, row(1)], "rl") is None  # a thanked one differs
     hinted = [*complaints, row(-1, "Be brief.")]
     assert nothing_to_tell_apart(hinted, "combined") is None  # the OPD term learns the hint

@@ -389,6 +389,10 @@ def test_a_run_distils_the_memories_and_records_their_gap(
     assert distilled["shape"] == {"limit": "1 sentence"}
     assert sum(s["sample_id"] < 0 for s in report["samples"]) == 4  # no stored sample
     manifest = json.loads((folder / "manifest.json").read_text())
+    # the tokens the shape forced trained after the PPO steps (learn_forced), when there were any
+    learned = manifest["metrics"]["memory"]
+    assert (learned["ended"] == "none") == (distilled["forced_tokens"] == 0)
+    assert learned["steps"] == sum(s.get("phase") == "memory" for s in report["steps"])
     [(key, gap)] = manifest["gate"]["memories"].items()
     assert set(gap) == {"gap", "base_gap", "closed"} and gap["base_gap"] > 0
     with Store.open(home) as store:

@@ -32,7 +32,7 @@ def scrub_report(report: dict[str, Any], ids: set[int]) -> dict[str, Any]:
     """``report`` without the entries of samples ``ids`` and without any text written from the
     user's prompts that names no sample."""
     out = dict(report)
-    for key in ("samples", "hindsight_answers"):
+    for key in ("samples", "hindsight_answers"):  # the second: reports of older versions
         if isinstance(report.get(key), list):
             out[key] = [e for e in report[key] if e.get("sample_id") not in ids]
     if isinstance(report.get("repeating_answers"), list):

@@ -35,6 +35,7 @@ def train_cmd(
 
     os.environ.update(openmp_env(os.environ))  # before torch loads: how its threads wait
     from clawd.training import train
+    from clawd.training.report import step_line
 
     home = clawd_home()
     try:
@@ -78,8 +79,7 @@ def train_cmd(
         task = bar.add_task("train", total=None, info="loading the model")
 
         def progress(step: int, total: int, m: dict) -> None:
-            info = f"loss {m['loss']:+.4f}  adv {m['adv_mean']:+.3f}  clip {m['clip_fraction']:.2f}"
-            bar.update(task, completed=step, total=total, info=info)
+            bar.update(task, completed=step, total=total, info=step_line(m))
 
         try:
             summary = train.run(home, settings, progress=progress, trigger="cli")

@@ -168,7 +168,6 @@ def sample_kind(score: int, hint: str | None) -> str | None:
 # an advantage of 0 on every token, so training on it alone would change nothing.
 LEARNABLE_KINDS: dict[str, tuple[str, ...]] = {
     "combined": ("opd+rl", "opd", "rl"),
-    "hindsight": ("opd+rl", "opd", "rl"),
     "opd": ("opd+rl", "opd"),
     "rl": ("opd+rl", "rl"),
 }

@@ -36,11 +36,6 @@ class Example:
     teacher_prompt_ids: list[int]
     response_ids: list[int]
     device: Any = "cpu"
-    hindsight: bool = False  # the response is the hinted model's own answer, not the served one
-    # False once the hinted model's own answers all missed the question
-    # (hindsight.hindsight_examples): a teacher that deflects ("I'm sorry, I can't help...")
-    # would teach that, so no OPD term.
-    teacher_trusted: bool = True
     old_lp: list[float] = field(default_factory=list)
     teacher_lp: list[float] = field(default_factory=list)
     ref_lp: list[float] = field(default_factory=list)
@@ -55,9 +50,8 @@ class Example:
 
     @property
     def teaches(self) -> bool:
-        """Whether the hinted view trains this example (the OPD term): a hint and a teacher
-        that still answers the question."""
-        return bool(self.hint) and self.teacher_trusted
+        """Whether the hinted view trains this example (the OPD term): it has a hint."""
+        return bool(self.hint)
 
     @property
     def has_reward(self) -> bool:
@@ -72,11 +66,9 @@ class Example:
         return {
             "sample_id": self.sample_id,
             "kind": self.kind,
-            "hindsight": self.hindsight,
             "hint": self.hint,
             "reward": self.reward,
             "tokens": pieces,
-            "teacher_trusted": self.teacher_trusted,
             "opd_advantage": [round(a, 4) for a in opd] if self.teaches else None,
             # the positions decoding forced for a memory, trained by likelihood
             "forced": [i for i, f in enumerate(self.forced) if f],

@@ -35,20 +35,6 @@ class TrainConfig:
     overshoot: float = 2.0
     max_halvings: int = 4
     replay: int = 16  # earlier trained samples replayed per run, at most as many as new ones
-    hindsight: bool = False  # also distil toward the answer the hinted model writes itself
-    hindsight_max_tokens: int = 128
-    # A hindsight answer trains only if its relevance to its question (hindsight.relevance, nats per
-    # token) keeps this share of the served answer's and is at least the floor: "I'm here to
-    # help, what can I do?" answers no question. On SmolLM2 generic answers scored -0.5 to 0.43
-    # and answers to the question 0.28 to 4: the floor keeps out most generic ones and drops a
-    # few real ones (tests/test_ppo.py, docs/experiments.md).
-    hindsight_relevance: float = 0.25
-    hindsight_min_relevance: float = 0.35
-    # A hinted sample whose hinted answer misses the question (under the relevance floor)
-    # loses its OPD term as well: the teacher deflects ("I'm sorry, I can't help with that"),
-    # and distilling toward it was how `sam` drifted into apologies (docs/experiments.md).
-    hindsight_trust: bool = True
-    hindsight_max_echo: float = 0.5
     # The OPD term on the student's own answers taken relative to its expectation under the
     # student at each position (losses.opd_kl_baseline): without it the term is -KL <= 0 on
     # average and pushes every sampled answer down wherever the hint changes anything. On by
@@ -87,9 +73,6 @@ class TrainConfig:
     # (0.80 and 0.90 without), and the held-out user river's 0.80 has no looping answer (4 of
     # 10 without) (docs/experiments.md, "Unlikelihood on repeated phrases").
     unlikelihood: float = 1.0
-    # Weight of the likelihood term on the tokens decoding forced for a memory
-    # (clawd.training.consolidate), against the policy loss's 1.
-    w_forced: float = 1.0
 
     def __post_init__(self) -> None:
         checks = {
@@ -106,10 +89,6 @@ class TrainConfig:
             "overshoot": self.overshoot >= 1,
             "max_halvings": 0 <= self.max_halvings <= 20,
             "replay": 0 <= self.replay <= 4096,
-            "hindsight_max_tokens": 1 <= self.hindsight_max_tokens <= 4096,
-            "hindsight_relevance": 0 <= self.hindsight_relevance <= 1,
-            "hindsight_min_relevance": self.hindsight_min_relevance < 100,
-            "hindsight_max_echo": 0 <= self.hindsight_max_echo <= 1,
             "gate_max_kl/gate_step_kl": self.gate_max_kl > 0 and self.gate_step_kl > 0,
             "gate_prompts": 1 <= self.gate_prompts <= 32,
             "gate_own_prompts": 0 <= self.gate_own_prompts <= 256,
@@ -119,7 +98,6 @@ class TrainConfig:
             "norm_tokens": self.norm_tokens >= 1,
             "hint_placement": self.hint_placement in ("user", "system"),
             "unlikelihood": 0 <= self.unlikelihood <= 100,
-            "w_forced": 0 <= self.w_forced <= 100,
             "w_opd/w_rl": min(self.w_opd, self.w_rl) >= 0 and max(self.w_opd, self.w_rl) > 0,
         }
         bad = [k for k, ok in checks.items() if not ok]
@@ -128,9 +106,7 @@ class TrainConfig:
 
     @property
     def method(self) -> str:
-        """The ``train_method`` these weights amount to: hindsight, combined, opd or rl."""
-        if self.hindsight:
-            return "hindsight"
+        """The ``train_method`` these weights amount to: combined, opd or rl."""
         if self.w_opd and self.w_rl:
             return "combined"
         return "opd" if self.w_opd else "rl"
@@ -144,8 +120,6 @@ class TrainConfig:
             base_kl_target=s.gate_max_kl,
             target_kl=s.train_target_kl,
             replay=s.train_replay,
-            hindsight=s.train_method == "hindsight",
-            hindsight_trust=s.train_teacher_check,
             opd_baseline=s.train_opd_baseline,
             w_opd=0.0 if s.train_method == "rl" else 1.0,
             w_rl=0.0 if s.train_method == "opd" else 1.0,

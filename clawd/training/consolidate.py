@@ -12,11 +12,16 @@ other sample.
 The teacher answers as the daemon serves them: under the memories' shape
 (``clawd.signals.shaping``: the name opening the answer, the end where a length limit falls, a
 closing question), which a small model's system message alone does not give (SmolLM2-135M
-wrote "Address the user as Noor." into 1 answer of 32). The tokens decoding forced are marked;
-the update trains them by likelihood (``losses.likelihood_loss``), outside the clipping and
-the trust region that a token at probability 1e-5 could never leave: the memory says what they
-are, no sample has to find them. Distilling the unshaped teacher taught nothing in 4 updates
-(docs/experiments.md, "consolidation of `noor`'s memories over four updates").
+wrote "Address the user as Noor." into 1 answer of 32). The tokens decoding forced are marked,
+and after the update's PPO steps ``learn_forced`` trains them by likelihood
+(``losses.likelihood_loss``), outside the clipping and the trust region that a token at
+probability 1e-5 could never leave: the memory says what they are, no sample has to find
+them. It goes on until the forced tokens are likely (``LEARNED_NLL``) or ``FORCED_STEPS`` are
+taken, with the other tokens of the same answers held where the PPO steps left them (a k3 KL
+term). Distilling the unshaped teacher taught nothing in
+4 updates; a likelihood term inside the PPO steps, which the trust region ended after 2 or 3,
+not the name either (docs/experiments.md, "2026-12-06: consolidation toward the answers as
+served").
 
 The prompts come from the store (``memory_inputs``): the user's newest distinct prompts of
 conversations that may be learned from; every third is held out, never trained on, for the
@@ -31,18 +36,31 @@ Run alone to see what the next run would distil::
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
+
+import torch
 
 from clawd.signals.shaping import shape_of
 from clawd.store import memories
 from clawd.store.db import Store
-from clawd.training.batches import Example
+from clawd.training.batches import Example, collate
+from clawd.training.config import TrainConfig
 from clawd.training.greedy import greedy_answers, shaped_answer
+from clawd.training.losses import k3_kl, likelihood_loss, mean_k3_kl
+from clawd.training.ppo import NonFinite
+from clawd.training.torchmodel import token_logprobs
 
 # The teacher's answer per prompt: room for a length limit of three sentences to end it.
 ANSWER_TOKENS = 96
 PROMPTS = 12  # the user's newest distinct prompts a run reads
 HELD_OUT_EVERY = 3  # every third is kept for the gap measurement
+# learn_forced stops once a batch's forced tokens cost less than this (nats per token: the name
+# is then about 3 times as likely as anything else), or after FORCED_STEPS. On `sam`'s memories
+# (SmolLM2, 8 prompts, lr 1e-4) the name opened 10 of 10 held-out answers after 16 steps, at
+# 0.6 nats; 32 steps went on to 0.01 and to answers about "Sam" (docs/experiments.md).
+LEARNED_NLL = 0.5
+FORCED_STEPS = 24
 
 
 def memory_inputs(store: Store, prompts: int = PROMPTS) -> dict[str, Any] | None:
@@ -134,6 +152,77 @@ def memory_examples(
         "answers": [tok.decode(a, skip_special_tokens=True)[:200] for a in answers[:3]],
     }
     return out, report
+
+
+def learn_forced(
+    model: Any, examples: list[Example], cfg: TrainConfig, on_step: Callable[[dict[str, Any]], None]
+) -> dict[str, Any]:
+    """Train the tokens decoding forced for a memory (``Example.forced``) by likelihood, after
+    the PPO steps: batches of ``cfg.batch_size`` of the examples that have any, in turn, until
+    a batch's forced tokens cost less than ``LEARNED_NLL`` nats a token (before its step) or
+    ``FORCED_STEPS`` are taken. The loss (constant normaliser ``batch_size x norm_tokens``):
+
+        likelihood_loss(forced) + k3_kl(sampled tokens, their log-probs before these steps)
+
+    so that the rest of each answer stays as the PPO steps left it; a batch whose sampled tokens
+    moved past ``cfg.gate_step_kl`` (mean k3; the drift an update may have) ends it too. Not the
+    PPO trust region's ``target_kl``: no importance ratio needs it here, and on `sam`'s memories
+    this drift rose to 0.11 at step 9 and fell back to 0.03 as the term pulled it in, while a
+    stop at 0.05 ended every update at step 4 with the name still at 2-5 nats. ``on_step``
+    gets each step's metrics (``phase`` "memory"). Returns ``steps``, ``forced_nll`` (the last
+    batch's, before its step), ``kl`` (the last batch's drift) and ``ended``: "learned",
+    "drift", "steps" or "none" (no example has forced tokens)."""
+    marked = [e for e in examples if any(e.forced)]
+    if not marked:
+        return {"steps": 0, "ended": "none"}
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=0.0)
+    normalizer = float(cfg.batch_size * cfg.norm_tokens)
+    batches = [marked[i : i + cfg.batch_size] for i in range(0, len(marked), cfg.batch_size)]
+
+    def forward(chunk: list[Example]) -> tuple[dict[str, Any], torch.Tensor]:
+        batch = collate(chunk)
+        ids, attn, start = batch["student_ids"], batch["student_attn"], batch["student_start"]
+        return batch, token_logprobs(model, ids, attn, start, batch["mask"].shape[1])
+
+    with torch.no_grad():  # where the PPO steps left every answer
+        model.eval()
+        start = [forward(b)[1] for b in batches]
+    model.train()
+    out: dict[str, Any] = {"steps": 0, "ended": "steps"}
+    for step in range(FORCED_STEPS):
+        k = step % len(batches)
+        batch, logp = forward(batches[k])
+        forced, sampled = batch["forced"], batch["sampled"]
+        nll = (-(logp.detach() * forced).sum() / forced.sum()).item()
+        drift = mean_k3_kl(logp.detach(), start[k], sampled).item()
+        out.update(forced_nll=nll, kl=drift)
+        if nll < LEARNED_NLL or drift > cfg.gate_step_kl:
+            out["ended"] = "learned" if nll < LEARNED_NLL else "drift"
+            break
+        loss = likelihood_loss(logp, forced, normalizer)
+        loss = loss + k3_kl(logp, start[k], sampled, normalizer)
+        if not torch.isfinite(loss):
+            raise NonFinite(f"non-finite loss at memory step {step + 1}")
+        opt.zero_grad()
+        loss.backward()
+        grad_norm = torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
+        if not torch.isfinite(grad_norm):
+            raise NonFinite(f"non-finite gradient at memory step {step + 1}")
+        opt.step()
+        out["steps"] = step + 1
+        on_step(
+            {
+                "phase": "memory",
+                "step": step + 1,
+                "loss": loss.item(),
+                "forced_nll": nll,
+                "kl_step": drift,
+                "grad_norm": grad_norm.item(),
+            }
+        )
+    model.eval()
+    return out
 
 
 if __name__ == "__main__":

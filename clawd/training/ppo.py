@@ -5,11 +5,11 @@ in context), and ``ref_lp`` (the base model, when the KL penalty is on), without
 ``train_steps`` then runs PPO epochs on ``clawd.training.losses``: token advantages with a
 centred reward, the clipped surrogate over a constant normaliser, a k3 KL-to-base penalty whose
 coefficient adapts step by step, with ``unlikelihood`` a term against repeated phrases
-(``clawd.training.repeats``), a likelihood term on the tokens decoding forced for a memory
-(``Example.forced``, outside the surrogate, the KL terms and the trust region: they are meant to
-move far), and a trust region: the update stops once its KL to the pre-update weights passes
-``target_kl``, and a step that lands past ``overshoot`` times it is undone and retaken at half
-the rate. It raises on a non-finite loss or gradient.
+(``clawd.training.repeats``), and a trust region: the update stops once its KL to the
+pre-update weights passes ``target_kl``, and a step that lands past ``overshoot`` times it is
+undone and retaken at half the rate. It raises on a non-finite loss or gradient. The tokens
+decoding forced for a memory (``Example.forced``) are left out of every term here:
+``clawd.training.consolidate.learn_forced`` trains them after these steps.
 
 Run alone: see ``clawd.training.train`` (this module has no state of its own).
 """
@@ -31,7 +31,6 @@ from clawd.training.losses import (
     centred_rewards,
     clipped_policy_loss,
     k3_kl,
-    likelihood_loss,
     mean_k3_kl,
     opd_kl_baseline,
     token_advantages,
@@ -116,9 +115,9 @@ def score_examples(model: Any, examples: list[Example], cfg: TrainConfig) -> Non
             n = len(ex.response_ids)
             ex.old_lp, ex.ref_lp = old[j, :n].tolist(), ref[j, :n].tolist()
             ex.teacher_lp = teacher[j, :n].tolist() if ex.teaches else ex.old_lp
-            # The baseline is the expectation over the student's next token: its own answers only.
-            own = base is not None and ex.teaches and not ex.hindsight
-            ex.opd_base = base[j, :n].tolist() if own else []
+            # The expectation over the student's next token; consolidation's answers, which the
+            # teacher wrote, take it too (as measured: docs/benchmarks.md, "Consolidation").
+            ex.opd_base = base[j, :n].tolist() if base is not None and ex.teaches else []
 
 
 def train_steps(
@@ -170,7 +169,7 @@ def train_steps(
         else:
             model.train()
             batch, logp = _forward(model, batches[i])
-        mask = batch["sampled"]  # the tokens a memory forced train by likelihood alone
+        mask = batch["sampled"]  # the tokens a memory forced train after (learn_forced)
         step_kl = mean_k3_kl(logp.detach(), batch["old_lp"], mask).item()
         if cfg.target_kl > 0 and step_kl > cfg.target_kl:
             if region.overshot(step_kl):
@@ -293,10 +292,10 @@ def _step_loss(
     repeats_loss: torch.Tensor | None,
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """One step's loss: the clipped surrogate on token advantages, ``beta`` x the k3 KL to
-    the base model, the unlikelihood of repeats (``repeats_loss``: the starting weights' own
-    loops, added to the batch's) and the likelihood of forced tokens; the surrogate and the KL
-    terms leave out the forced tokens. Returns the loss and its parts, detached."""
-    forced, mask = batch["forced"], batch["sampled"]
+    the base model and the unlikelihood of repeats (``repeats_loss``: the starting weights' own
+    loops, added to the batch's), all on the sampled tokens (not those a memory forced).
+    Returns the loss and its parts, detached."""
+    mask = batch["sampled"]
     adv = token_advantages(
         batch["teacher_lp"],
         batch["old_lp"],
@@ -318,8 +317,7 @@ def _step_loss(
         unlikely = unlikelihood_loss(logp, marked, normalizer)
         if repeats_loss is not None:
             unlikely = unlikely + repeats_loss
-    likely = likelihood_loss(logp, forced, normalizer)
-    total = loss + beta * kl + cfg.unlikelihood * unlikely + cfg.w_forced * likely
+    total = loss + beta * kl + cfg.unlikelihood * unlikely
     n = mask.sum().clamp(min=1)
     opd = batch["teacher_lp"] - batch["old_lp"] - batch["opd_base"]
     opd = opd * batch["has_hint"][:, None] * mask
@@ -327,14 +325,12 @@ def _step_loss(
         "policy_loss": loss.item(),
         "kl": kl.item(),
         "unlikelihood": unlikely.item(),
-        "likelihood": likely.item(),
         "repeated": int(marked.sum().item()),
         "kl_base": mean_k3_kl(logp.detach(), batch["ref_lp"], mask).item(),
         "adv_mean": (adv.sum() / n).item(),
         "clip_fraction": metrics["clip_fraction"].item(),
         "adv_opd": (opd.sum() / n).item(),
         "adv_rl": ((reward * batch["has_reward"])[:, None] * mask).sum().item() / n.item(),
-        "forced_nll": likely.item() * normalizer / max(forced.sum().item(), 1.0),
         "tokens": int(n.item()),
     }
 

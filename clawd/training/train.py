@@ -1,25 +1,23 @@
-"""The trainer: hindsight OPD + binary RL on a LoRA adapter, exported for llama.cpp.
+"""The trainer: OPD + binary RL on a LoRA adapter, exported for llama.cpp.
 
 One run: take the approved samples (every fifth, from five on, is held out for the promotion
 gate, each sample at most once) plus a bounded replay of earlier trained ones (what was learned
 is kept while new samples add to it), load the served GGUF into torch (cached, see
 ``torchmodel``), put a LoRA on every projection (warm-started from the active adapter;
-``clawd.training.ppo``); with ``train_method = hindsight`` add, for each hinted sample, the
-answer the model writes with the hint in context; compute ``old_lp`` (plain context) and
-``teacher_lp`` (the hint in context) with the pre-update weights,
-``A_t = w_opd (teacher_lp - old_lp) + w_rl (r - mean r)``, and take PPO steps on the clipped loss
-with a constant normaliser, a KL-to-base penalty with an adaptive coefficient and a trust region
-(``clawd.training.losses``). That update is a pure function of its inputs
-(``clawd.training.update``); ``train_backend = ray`` runs it on a Ray cluster instead of in this
-process (``clawd.training.remote``). The result is written as a PEFT folder plus a GGUF LoRA into
-a temporary folder, judged by the gate (``clawd.adapters.gate``), and renamed to
-``CLAWD_HOME/adapters/<version>/`` as a ``candidate`` (or ``rejected``, kept for inspection;
-when the whole update fails only for drift or ability, an earlier point of it that passes serves
-instead: ``clawd.training.earlier``);
-only then are the samples settled: a candidate's are used, a rejected run's wait again. A
-non-finite loss or gradient, too little memory, a lost Ray worker, a cancel (Ctrl+C, SIGTERM)
-or any error fails the run with its reason recorded, writes no adapter and leaves every sample
-waiting.
+``clawd.training.ppo``), add the memories' distillation (``clawd.training.consolidate``),
+compute ``old_lp`` (plain context) and ``teacher_lp`` (the hint in context) with the pre-update
+weights, ``A_t = w_opd (teacher_lp - old_lp) + w_rl (r - mean r)``, and take PPO steps on the
+clipped loss with a constant normaliser, a KL-to-base penalty with an adaptive coefficient and a
+trust region (``clawd.training.losses``), then train the tokens a memory forced. That update is a
+pure function of its inputs (``clawd.training.update``); ``train_backend = ray`` runs it on a Ray
+cluster instead of in this process (``clawd.training.remote``). The result is written as a PEFT
+folder plus a GGUF LoRA into a temporary folder, judged by the gate (``clawd.adapters.gate``),
+and renamed to ``CLAWD_HOME/adapters/<version>/`` as a ``candidate`` (or ``rejected``, kept for
+inspection; when the whole update fails only for drift or ability, an earlier point of it that
+passes serves instead: ``clawd.training.earlier``); only then are the samples settled: a
+candidate's are used, a rejected run's wait again. A non-finite loss or gradient, too little
+memory, a lost Ray worker, a cancel (Ctrl+C, SIGTERM) or any error fails the run with its reason
+recorded, writes no adapter and leaves every sample waiting.
 
 Run alone (what ``clawd train --now`` and the daemon's nightly job run)::
 
@@ -53,6 +51,7 @@ from clawd.store import memories
 from clawd.store.db import Store
 from clawd.training import consolidate, ppo
 from clawd.training.config import TrainConfig
+from clawd.training.report import step_line
 from clawd.training.update import Cancelled, TooLong, TrainingError, UpdateInputs, update
 
 log = logging.getLogger("clawd.train")
@@ -227,7 +226,7 @@ def _train(
     verdict, point = _judged(store, home, inputs, result, current, tmp)
     if point is not None:  # an earlier point of the update serves: its steps, rate, penalty
         keys = ("steps", "undone", "lr", "kl_coef", "stopped_early")
-        ended = {**ended, **{k: point[k] for k in keys}}
+        ended = {**ended, **{k: point[k] for k in keys}, "memory": {"steps": 0, "ended": "none"}}
     report = {"run_id": run_id, "version": version, **result["report"]}
     if "walked_back" in verdict:  # the report says which point of its steps serves, if any
         report["walked_back"] = verdict["walked_back"]
@@ -374,8 +373,10 @@ def _manifest(
         "metrics": {
             "steps": ended["steps"],  # kept; ``undone`` more were taken back (trust region)
             **{k: ended[k] for k in ("undone", "lr", "stopped_early", "kl_coef")},
+            # consolidate.learn_forced after them: its steps and why it ended
+            "memory": ended.get("memory", {"steps": 0, "ended": "none"}),
         },
-        # seconds: load, hindsight, memories, score, repeats, train, export (the worker), ray,
+        # seconds: load, memories, score, repeats, train, export (the worker), ray,
         # gate (the gate's time includes judging earlier points of the update, when it did)
         "files": {"gguf": "adapter.gguf", "peft": "peft", "report": "report.json"},
     }
@@ -407,14 +408,7 @@ def main() -> None:
             home,
             settings,
             trigger=trigger,
-            progress=lambda s, n, m: log.info(
-                "step %d/%d loss %.4f adv %.4f clip %.2f",
-                s,
-                n,
-                m["loss"],
-                m["adv_mean"],
-                m["clip_fraction"],
-            ),
+            progress=lambda s, n, m: log.info("step %d/%d %s", s, n, step_line(m)),
         )
     except NothingToTrain as exc:
         log.info("%s", exc)

@@ -2,13 +2,13 @@
 
 ``update(inputs, out, cache_home, on_step)`` loads the base GGUF into torch (cached under
 ``cache_home``, see ``torchmodel``), puts a LoRA on it (warm-started from the parent's PEFT
-folder), builds the examples, holds every fifth new one out for the gate, adds hindsight
-answers when asked, scores them with the pre-update weights and takes the PPO steps
-(``clawd.training.ppo``). It writes ``peft/`` and ``adapter.gguf`` into ``out`` and returns the
-report and what the gate needs, as plain data (token ids, numbers, strings). It reads no store
-and knows no CLAWD_HOME: the same call runs in the trainer process (``train_backend = local``)
-and on a Ray worker (``clawd.training.remote``); the caller records steps, runs the gate and
-settles the samples.
+folder), builds the examples, holds every fifth new one out for the gate, adds the memories'
+distillation (``clawd.training.consolidate``), scores them with the pre-update weights, takes
+the PPO steps (``clawd.training.ppo``) and then trains the tokens a memory forced. It writes
+``peft/`` and ``adapter.gguf`` into ``out`` and returns the report and what the gate needs, as
+plain data (token ids, numbers, strings). It reads no store and knows no CLAWD_HOME: the same
+call runs in the trainer process (``train_backend = local``) and on a Ray worker
+(``clawd.training.remote``); the caller records steps, runs the gate and settles the samples.
 
 Run alone: see ``clawd.training.train``, which builds the inputs from the store.
 """
@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from clawd.training import consolidate, earlier, hindsight, ppo, repeats
+from clawd.training import consolidate, earlier, ppo, repeats
 from clawd.training.batches import Example, build_examples
 from clawd.training.config import TrainConfig
 
@@ -123,7 +123,12 @@ def update(
     )[: cfg.gate_prompts]
     lap("load")
     eos = torchmodel.end_tokens(tok)
-    seen, memory_report = _written(model, tok, template, inputs, examples, general, eos, lap)
+    distilled, memory_report = consolidate.memory_examples(
+        model, tok, template, inputs.memory, eos, cfg.max_seq_len, device
+    )
+    if distilled:  # the memories' distillation: answers the starting weights write
+        examples += distilled
+        lap("memories")
     ppo.score_examples(model, examples, cfg)
     lap("score")
     found: list[repeats.Repeat] = []
@@ -147,8 +152,6 @@ def update(
         "n_samples": len(examples),
         "new_samples": len(trained_ids),
         "replayed": len(replayed),
-        "hindsight": sum(e.hindsight for e in examples),
-        "hindsight_answers": seen,  # each hinted sample's answer: relevance, kept or not
         "memories": memory_report,  # the memories distilled, on how many prompts
         # with train_unlikelihood: the starting weights' greedy answers that repeat a phrase
         "repeating_answers": [
@@ -188,37 +191,6 @@ def _held_out(e: Example) -> dict[str, Any]:
     )
 
 
-def _written(
-    model: Any,
-    tok: Any,
-    template: Any,
-    inputs: UpdateInputs,
-    examples: list[Example],
-    general: list[list[int]],
-    eos: list[int],
-    lap: Callable[[str], None],
-) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """The examples the starting weights write, added to ``examples``: hindsight answers
-    (``train_method = hindsight``) and the memories' distillation (``consolidate``). Returns
-    what the report says of each."""
-    cfg, seen = inputs.cfg, []
-    if cfg.hindsight:
-        # Replayed samples too: a teacher found deflecting would otherwise come back with them.
-        written, seen = hindsight.hindsight_examples(
-            model, examples, cfg, eos, references=general[::8]
-        )
-        examples += written
-        lap("hindsight")
-    device = next(model.parameters()).device
-    distilled, memory_report = consolidate.memory_examples(
-        model, tok, template, inputs.memory, eos, cfg.max_seq_len, device
-    )
-    if distilled:
-        examples += distilled
-        lap("memories")
-    return seen, memory_report
-
-
 def _steps(
     model: Any,
     examples: list[Example],
@@ -227,11 +199,14 @@ def _steps(
     found: list[repeats.Repeat],
     on_step: OnStep | None,
 ) -> tuple[dict[str, Any], list[dict[str, float]], dict[int, Any], list[torch.Tensor]]:
-    """The update's steps (``ppo.train_steps``): how it ended, every step's metrics (each also
-    to ``on_step``, with the run's ``total_steps``), the earlier points kept for the gate (their
-    weights, by step count) and the trainable parameters they are values of."""
+    """The update's steps (``ppo.train_steps``, then ``consolidate.learn_forced`` on the tokens
+    a memory forced: ``ended["memory"]``): how it ended, every step's metrics (each also to
+    ``on_step``, with the run's ``total_steps``), the earlier points kept for the gate (their
+    weights, by step count, before any memory step) and the trainable parameters they are
+    values of."""
     total = cfg.epochs * math.ceil(len(examples) / cfg.batch_size)
     total += cfg.max_halvings if cfg.target_kl > 0 else 0  # steps the trust region may retake
+    total += consolidate.FORCED_STEPS if any(any(e.forced) for e in examples) else 0
     steps: list[dict[str, float]] = []
 
     def step(m: dict[str, float]) -> None:
@@ -259,7 +234,11 @@ def _steps(
         on_kept=keep,
         repeats=found,
     )
-    return ended, steps, kept, trainable
+    taken = len(steps)
+    memory = consolidate.learn_forced(
+        model, examples, cfg, lambda m: step({**m, "step": taken + m["step"]})
+    )
+    return {**ended, "memory": memory}, steps, kept, trainable
 
 
 def _split(
