@@ -67,9 +67,9 @@ def opd_rl_update(base, cfg: train.TrainConfig, exs: list[Example]) -> tuple[flo
 
 def sft_update(base, cfg: train.TrainConfig, exs: list[Example]) -> float:
     model = ppo.peft_model(base, cfg, None)
-    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=cfg.lr)
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=cfg.train_lr)
     t0 = time.perf_counter()
-    for _ in range(cfg.epochs):
+    for _ in range(cfg.train_epochs):
         for i in range(0, len(exs), cfg.batch_size):
             model.train()
             batch = collate(exs[i : i + cfg.batch_size])
@@ -94,7 +94,7 @@ def main() -> None:
     home = clawd_home()
     gguf = args.model or resolve("smollm2-135m", home)
     base, tok = torchmodel.load(gguf, home)
-    cfg = train.TrainConfig(epochs=args.epochs, batch_size=4)
+    cfg = train.TrainConfig(train_epochs=args.epochs, batch_size=4)
     exs = examples(tok, ChatTemplate.from_gguf(gguf), args.samples)
     tokens = args.epochs * sum(len(e.response_ids) for e in exs)  # the whole schedule
     sft_update(base, cfg, exs)  # warm up allocators and kernels

@@ -45,7 +45,8 @@ def test_the_tokens_a_memory_forced_are_learned_after_the_ppo_steps(
         examples.append(
             Example(-1 - i, "opd", memory, 0.0, plain, hinted, name + rest, forced=forced)
         )
-    cfg = TrainConfig(epochs=2, batch_size=len(examples), kl_coef=0.0)  # the default rate
+    # the default rate
+    cfg = TrainConfig(train_epochs=2, batch_size=len(examples), train_kl_coef=0.0)
     model = ppo.peft_model(model, cfg, None)
     ppo.score_examples(model, examples, cfg)
 

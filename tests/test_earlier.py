@@ -127,7 +127,7 @@ def test_a_harmful_update_serves_an_earlier_point_that_passes(
     with Store.open(home) as store:
         store.db.conn.execute("UPDATE samples SET status = 'approved'")
         store.db.conn.commit()
-    short = train.run(home, settings_for(tiny_qwen3_gguf), cfg=small(epochs=1))
+    short = train.run(home, settings_for(tiny_qwen3_gguf), cfg=small(train_epochs=1))
     assert short["steps"] == 2 and "walked_back" not in short["gate"]
     a, b = (
         load_file(str(Path(p) / "peft" / "adapter_model.safetensors"))
@@ -145,7 +145,7 @@ def test_when_no_earlier_point_passes_the_whole_update_is_rejected(
             store, tiny_qwen3_gguf, hint="Answer in one word only.", reward=-1, kind="opd+rl"
         )
         add_sample(store, tiny_qwen3_gguf, hint=None, reward=1, kind="rl", answer="Paris.")
-    strict = small(epochs=4, gate_step_kl=1e-12)  # 4 steps: points 2 and 1
+    strict = small(train_epochs=4, gate_step_kl=1e-12)  # 4 steps: points 2 and 1
     summary = train.run(home, settings_for(tiny_qwen3_gguf), cfg=strict)
     gate = summary["gate"]
     assert not gate["passed"] and summary["steps"] == 4
@@ -156,6 +156,8 @@ def test_when_no_earlier_point_passes_the_whole_update_is_rejected(
     with Store.open(home) as store:
         assert {r["status"] for r in store.db["samples"].rows} == {"approved"}  # they wait
     off = train.run(
-        home, settings_for(tiny_qwen3_gguf), cfg=small(epochs=4, gate_step_kl=1e-12, gate_retries=0)
+        home,
+        settings_for(tiny_qwen3_gguf),
+        cfg=small(train_epochs=4, gate_step_kl=1e-12, gate_retries=0),
     )
     assert not off["gate"]["passed"] and "walked_back" not in off["gate"]

@@ -32,7 +32,9 @@ def test_the_trust_region_stops_an_update_past_target_kl(tiny_qwen3_gguf: Path, 
                 store, tiny_qwen3_gguf, hint="One word.", reward=-1, kind="opd+rl", question=q
             )
     summary = train.run(
-        home, settings_for(tiny_qwen3_gguf), cfg=small(epochs=20, lr=3e-2, target_kl=0.02)
+        home,
+        settings_for(tiny_qwen3_gguf),
+        cfg=small(train_epochs=20, train_lr=3e-2, train_target_kl=0.02),
     )
     total = 20 * 2  # epochs x batches of 2
     assert summary["stopped_early"] and 1 <= summary["steps"] < total
@@ -53,23 +55,23 @@ def test_replay_and_a_rejected_run_sending_its_samples_back(
             add_sample(store, tiny_qwen3_gguf, hint="Be brief.", reward=-1, kind="opd+rl"),
             add_sample(store, tiny_qwen3_gguf, hint=None, reward=1, kind="rl", answer="Paris."),
         ]
-    one = train.run(home, settings, cfg=small(epochs=1))
+    one = train.run(home, settings, cfg=small(train_epochs=1))
     assert _status(home, first) == [("used", 0, 0)] * 2
     with Store.open(home) as store:
         store.db["adapters"].update(one["version"], {"status": "active"})
         second = [add_sample(store, tiny_qwen3_gguf, hint="Shorter.", reward=-1, kind="opd+rl")]
     # A drift budget nothing can meet: the candidate is rejected, its sample waits again.
     for attempt in (1, 2):
-        out = train.run(home, settings, cfg=small(epochs=1, gate_max_kl=1e-12))
+        out = train.run(home, settings, cfg=small(train_epochs=1, gate_max_kl=1e-12))
         assert out["gate"]["passed"] is False and out["replayed"] == 1
         manifest = json.loads((Path(out["path"]) / "manifest.json").read_text())
         assert manifest["status"] == "rejected" and manifest["replayed"] == [max(first)]
         assert _status(home, second) == [("approved", attempt, 0)]
         assert _status(home, first) == [("used", 0, 0)] * 2  # a replayed sample is not spent
-    out = train.run(home, settings, cfg=small(epochs=1, gate_max_kl=1e-12))
+    out = train.run(home, settings, cfg=small(train_epochs=1, gate_max_kl=1e-12))
     assert _status(home, second) == [("dropped", 3, 0)]  # three rejected runs: it stops waiting
     with pytest.raises(train.NothingToTrain):
-        train.run(home, settings, cfg=small(epochs=1))
+        train.run(home, settings, cfg=small(train_epochs=1))
 
 
 @pytest.mark.slow
@@ -84,7 +86,7 @@ def test_held_out_samples_rotate_and_train_in_the_next_run(
             )
             for q in ("A?", "B?", "C?", "D?", "E?")
         ]
-    one = train.run(home, settings, cfg=small(epochs=1, replay=0))
+    one = train.run(home, settings, cfg=small(train_epochs=1, train_replay=0))
     held = one["gate"]["heldout"]
     manifest = json.loads((Path(one["path"]) / "manifest.json").read_text())
     assert held == 1 and manifest["heldout"] == [ids[4]] and ids[4] not in manifest["samples"]
@@ -92,7 +94,7 @@ def test_held_out_samples_rotate_and_train_in_the_next_run(
     assert any("held-out" in s for s in one["gate"]["skipped"])
     assert "opd_gap_shrinks" not in one["gate"]["checks"]
     assert _status(home, ids) == [("used", 0, 0)] * 4 + [("approved", 0, 1)]
-    two = train.run(home, settings, cfg=small(epochs=1, replay=0))
+    two = train.run(home, settings, cfg=small(train_epochs=1, train_replay=0))
     manifest = json.loads((Path(two["path"]) / "manifest.json").read_text())
     assert manifest["samples"] == [ids[4]] and manifest["heldout"] == []
     assert _status(home, ids)[4] == ("used", 0, 1)
@@ -117,7 +119,7 @@ def test_forget_removes_every_copy_of_the_text(tiny_qwen3_gguf: Path, home: Path
             answer=secret,
         )
         add_sample(store, tiny_qwen3_gguf, hint=None, reward=1, kind="rl", answer="Paris.")
-    summary = train.run(home, settings_for(tiny_qwen3_gguf), cfg=small(epochs=1))
+    summary = train.run(home, settings_for(tiny_qwen3_gguf), cfg=small(train_epochs=1))
     report = Path(summary["path"]) / "report.json"
     assert "Never repeat passwords." in report.read_text()
     with Store.open(home) as store:
@@ -165,7 +167,7 @@ def test_unlikelihood_in_a_training_run(tiny_qwen3_gguf: Path, home: Path) -> No
         for i, q in enumerate(questions):
             r = 1 if i % 2 == 0 else -1
             add_sample(store, tiny_qwen3_gguf, hint=None, reward=r, kind="rl", question=q)
-    cfg = small(epochs=2, unlikelihood=1.0)
+    cfg = small(train_epochs=2, train_unlikelihood=1.0)
     summary = train.run(home, settings_for(tiny_qwen3_gguf), cfg=cfg)
     report = json.loads((Path(summary["path"]) / "report.json").read_text())
     found = report["repeating_answers"]
@@ -175,5 +177,5 @@ def test_unlikelihood_in_a_training_run(tiny_qwen3_gguf: Path, home: Path) -> No
     # The user's 4 distinct questions only: the gate's general prompts stay untrained.
     assert report["repeats_asked"] == len(questions)
     daemon = settings_for(tiny_qwen3_gguf).model_copy(update={"train_unlikelihood": 0.0})
-    assert train.TrainConfig.from_settings(daemon).unlikelihood == 0.0
-    assert train.TrainConfig.from_settings(settings_for(tiny_qwen3_gguf)).unlikelihood == 1.0
+    assert train.TrainConfig.from_settings(daemon).train_unlikelihood == 0.0
+    assert train.TrainConfig.from_settings(settings_for(tiny_qwen3_gguf)).train_unlikelihood == 1.0

@@ -34,7 +34,12 @@ def _landing(
     served = "The moon is made of rock, dust and a little ice, and it has no air.<|im_end|>"
     response = tok(served, add_special_tokens=False)["input_ids"]
     cfg = TrainConfig(
-        lr=lr, epochs=4, batch_size=1, target_kl=0.05, kl_coef=0.0, max_halvings=max_halvings
+        train_lr=lr,
+        train_epochs=4,
+        batch_size=1,
+        train_target_kl=0.05,
+        train_kl_coef=0.0,
+        max_halvings=max_halvings,
     )
     model = ppo.peft_model(model, cfg, None)
     example = Example(1, "opd+rl", hint, -1.0, plain, hinted, response)
@@ -98,7 +103,9 @@ def test_the_opd_baseline_centres_the_hints_signal_on_the_models_own_answers(
         "Put the egg in boiling water for eight minutes, then cool it in cold water.<|im_end|>",
         add_special_tokens=False,
     )["input_ids"]
-    cfg = TrainConfig(lr=1e-4, epochs=1, batch_size=2, kl_coef=0.0, opd_baseline=True)
+    cfg = TrainConfig(
+        train_lr=1e-4, train_epochs=1, batch_size=2, train_kl_coef=0.0, train_opd_baseline=True
+    )
     model = ppo.peft_model(model, cfg, None)
     own = Example(1, "opd", hint, 0.0, plain, hinted, served)
     ppo.score_examples(model, [own], cfg)
@@ -112,5 +119,7 @@ def test_the_opd_baseline_centres_the_hints_signal_on_the_models_own_answers(
     ppo.train_steps(model, [own], cfg, steps.append)
     assert steps and all(torch.isfinite(torch.tensor(s["adv_opd"])) for s in steps)
     off = Example(1, "opd", hint, 0.0, plain, hinted, served)
-    ppo.score_examples(model, [off], TrainConfig(batch_size=1, kl_coef=0.0, opd_baseline=False))
+    ppo.score_examples(
+        model, [off], TrainConfig(batch_size=1, train_kl_coef=0.0, train_opd_baseline=False)
+    )
     assert off.opd_base == []

@@ -52,7 +52,14 @@ def test_unlikelihood_steps_make_the_models_own_loop_less_likely(
 
     egg = general_prompts(tokens, render)[18]
     eos = torchmodel.end_tokens(tok)
-    cfg = TrainConfig(lr=1e-3, epochs=6, batch_size=1, target_kl=0.0, kl_coef=0.0, unlikelihood=1.0)
+    cfg = TrainConfig(
+        train_lr=1e-3,
+        train_epochs=6,
+        batch_size=1,
+        train_target_kl=0.0,
+        train_kl_coef=0.0,
+        train_unlikelihood=1.0,
+    )
     model = ppo.peft_model(model, cfg, None)
     found, written = own_repeats(model, [egg], ABILITY_TOKENS, eos)
     assert written == 1 and len(found) == 1 and sum(found[0].marked) > 20  # a loop

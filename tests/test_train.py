@@ -37,15 +37,15 @@ def shared_torch_cache(home: Path, torch_cache: Path) -> None:
 def small(**kw: object) -> train.TrainConfig:
     return train.TrainConfig(
         **{
-            "epochs": 2,
+            "train_epochs": 2,
             "batch_size": 2,
-            "lr": 1e-3,
-            "max_seq_len": 1024,
+            "train_lr": 1e-3,
+            "n_ctx": 1024,
             "gate_max_kl": 100.0,
             "gate_step_kl": 100.0,
             # random-weight models answer noise, and noise loops or not by chance
             "gate_ability_alpha": 0.0,
-            "target_kl": 0.0,
+            "train_target_kl": 0.0,
             "gate_prompts": 4,  # the gate's own tests (test_adapters) use all 32
             **kw,
         }
@@ -147,7 +147,7 @@ def test_exported_adapter_loads_in_llama_cpp_and_agrees_with_torch(
     with Store.open(home) as store:
         for _ in range(2):
             add_sample(store, any_gguf, hint="Answer in one word only.", reward=-1, kind="opd+rl")
-    summary = train.run(home, settings_for(any_gguf), cfg=small(epochs=4, lr=3e-3))
+    summary = train.run(home, settings_for(any_gguf), cfg=small(train_epochs=4, train_lr=3e-3))
     folder = Path(summary["path"])
     base, tok = torchmodel.load(any_gguf, home)
     peft = PeftModel.from_pretrained(base, folder / "peft")
@@ -183,7 +183,7 @@ def test_a_hint_to_answer_in_one_word_lowers_the_long_continuation(
         settings_for(smollm2_gguf),
         # 4 epochs lowered it by more than 1.0 nats on earlier CI machines and by 0.9 on another
         # CPU (llama.cpp is built for the machine it runs on); 6 lowered it by 1.9 there.
-        cfg=small(epochs=6, batch_size=1, lr=1e-3, hint_placement="system"),
+        cfg=small(train_epochs=6, batch_size=1, train_lr=1e-3, hint_placement="system"),
     )
     prompt = tokenize(
         smollm2_gguf,
@@ -226,13 +226,13 @@ def test_samples_too_long_to_train_are_dropped_not_taken_first_forever(
             add_sample(store, tiny_qwen3_gguf, hint=None, reward=1, kind="rl"),
         ]
     with pytest.raises(train.TrainingError, match="longer than 8 tokens"):
-        train.run(home, settings_for(tiny_qwen3_gguf), cfg=small(max_seq_len=8))
+        train.run(home, settings_for(tiny_qwen3_gguf), cfg=small(n_ctx=8))
     with Store.open(home) as store:
         assert [store.db["samples"].get(i)["status"] for i in long] == ["dropped", "dropped"]
         assert any("can never train" in e["message"] for e in store.events(kind="train"))
         assert store.db["adapters"].count == 0
     with pytest.raises(train.NothingToTrain):  # no run takes them again
-        train.run(home, settings_for(tiny_qwen3_gguf), cfg=small(max_seq_len=8))
+        train.run(home, settings_for(tiny_qwen3_gguf), cfg=small(n_ctx=8))
 
 
 def test_the_gate_asks_the_users_own_prompts_newest_first_once_each() -> None:
@@ -250,14 +250,15 @@ def test_the_gate_asks_the_users_own_prompts_newest_first_once_each() -> None:
 
 
 def test_bad_settings_are_refused() -> None:
-    with pytest.raises(ValueError, match="lr"):
-        train.TrainConfig(lr=5.0)
+    """A user setting's bounds are checked once, by Settings; the constants' by TrainConfig."""
+    with pytest.raises(ValueError, match="train_lr"):
+        Settings(model="x", train_lr=5.0)
     with pytest.raises(ValueError, match="hint_placement"):
-        train.TrainConfig(hint_placement="nowhere")
-    with pytest.raises(ValueError, match="w_opd/w_rl"):
-        train.TrainConfig(w_opd=0.0, w_rl=0.0)
+        Settings(model="x", hint_placement="nowhere")
     with pytest.raises(ValueError, match="gate_ability_alpha"):
         train.TrainConfig(gate_ability_alpha=1.0)
+    with pytest.raises(ValueError, match="batch_size"):
+        train.TrainConfig(batch_size=0)
 
 
 def test_a_method_trains_only_on_samples_it_can_learn_from(
@@ -267,8 +268,8 @@ def test_a_method_trains_only_on_samples_it_can_learn_from(
     with Store.open(home) as store:
         scored = add_sample(store, tiny_qwen3_gguf, hint=None, reward=-1, kind="rl")
         assert store.waiting_samples(LEARNABLE_KINDS["opd"]) == (1, 0)
-    opd = small(w_rl=0.0)
-    assert opd.method == "opd"
+    opd = small(train_method="opd")
+    assert (opd.w_opd, opd.w_rl) == (1.0, 0.0)
     with pytest.raises(train.NothingToTrain, match="'opd' needs samples with a hint"):
         train.run(home, settings_for(tiny_qwen3_gguf), cfg=opd)
     with Store.open(home) as store:
@@ -300,7 +301,7 @@ def test_replies_that_all_scored_the_same_teach_nothing_and_start_no_run(
         ]
         assert "scored -1" in str(why_no_run(store, "rl", 16))
         assert "none has a hint" in str(why_no_run(store, "combined", 16))
-    for cfg in (small(w_opd=0.0), small()):  # rl, combined
+    for cfg in (small(train_method="rl"), small()):
         with pytest.raises(train.NothingToTrain, match="all 2 samples a run would take scored -1"):
             train.run(home, settings, cfg=cfg)
     with Store.open(home) as store:
@@ -308,7 +309,7 @@ def test_replies_that_all_scored_the_same_teach_nothing_and_start_no_run(
         assert {store.db["samples"].get(i)["status"] for i in ids} == {"approved"}
         thanked = add_sample(store, tiny_qwen3_gguf, hint=None, reward=1, kind="rl")
         assert why_no_run(store, "rl", 16) is None
-    summary = train.run(home, settings, cfg=small(w_opd=0.0, epochs=1))
+    summary = train.run(home, settings, cfg=small(train_method="rl", train_epochs=1))
     manifest = json.loads((Path(summary["path"]) / "manifest.json").read_text())
     assert sorted(manifest["samples"]) == sorted([*ids, thanked])
     with Store.open(home) as store:  # new complaints, set apart by the replayed thanks
@@ -337,11 +338,13 @@ def test_a_run_warm_starts_from_the_active_adapter(tiny_qwen3_gguf: Path, home: 
         add_sample(
             store, tiny_qwen3_gguf, hint="Answer in one word only.", reward=-1, kind="opd+rl"
         )
-    first = train.run(home, settings_for(tiny_qwen3_gguf), cfg=small(epochs=1))
+    first = train.run(home, settings_for(tiny_qwen3_gguf), cfg=small(train_epochs=1))
     with Store.open(home) as store:
         store.db["adapters"].update(first["version"], {"status": "active"})
         add_sample(store, tiny_qwen3_gguf, hint=None, reward=1, kind="rl", answer="Paris.")
-    second = train.run(home, settings_for(tiny_qwen3_gguf), cfg=small(epochs=1, lr=1e-6))
+    second = train.run(
+        home, settings_for(tiny_qwen3_gguf), cfg=small(train_epochs=1, train_lr=1e-6)
+    )
     manifest = json.loads((Path(second["path"]) / "manifest.json").read_text())
     assert manifest["parent"] == first["version"]
     a = load_file(str(Path(first["path"]) / "peft" / "adapter_model.safetensors"))

@@ -39,9 +39,9 @@ class Example:
     old_lp: list[float] = field(default_factory=list)
     teacher_lp: list[float] = field(default_factory=list)
     ref_lp: list[float] = field(default_factory=list)
-    # With cfg.opd_baseline, on the student's own answers: what the OPD term is worth at each
-    # position in expectation over the student's next token, -KL(student_t || teacher_t); the
-    # OPD advantage is taken relative to it (losses.token_advantages). Empty: no baseline.
+    # With cfg.train_opd_baseline, on the student's own answers: what the OPD term is worth at
+    # each position in expectation over the student's next token, -KL(student_t || teacher_t);
+    # the OPD advantage is taken relative to it (losses.token_advantages). Empty: no baseline.
     opd_base: list[float] = field(default_factory=list)
     # 1.0 on the response tokens that decoding forced for a memory (the name that opens the
     # answer, the end a length limit set: ``greedy.shaped_answer``), trained by likelihood
@@ -83,7 +83,7 @@ def build_examples(
     device: Any = "cpu",
     memories: Mapping[int, str] | None = None,
 ) -> tuple[list[Example], list[int]]:
-    """Examples for the samples that fit ``cfg.max_seq_len``; returns them and the ids of the
+    """Examples for the samples that fit ``cfg.n_ctx``; returns them and the ids of the
     samples that do not (empty or too long: they can never train). The tokens decoding forced
     for the memories' shape (the turn's ``params["forced"]``) are marked ``forced`` while the
     memories the answer was served with, as they read now in ``memories`` (id -> text, active
@@ -113,7 +113,7 @@ def build_examples(
             text = template.render(msgs, **(params.get("chat_template_kwargs") or {}))
             teacher = tok(text, add_special_tokens=False)["input_ids"]
         longest = max(len(prompt), len(teacher)) + len(response)
-        if not response or not prompt or longest > cfg.max_seq_len:
+        if not response or not prompt or longest > cfg.n_ctx:
             skipped.append(s["id"])
             continue
         out.append(

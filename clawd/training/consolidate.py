@@ -166,17 +166,17 @@ def learn_forced(
 
     so that the rest of each answer stays as the PPO steps left it; a batch whose sampled tokens
     moved past ``cfg.gate_step_kl`` (mean k3; the drift an update may have) ends it too. Not the
-    PPO trust region's ``target_kl``: no importance ratio needs it here, and on `sam`'s memories
-    this drift rose to 0.11 at step 9 and fell back to 0.03 as the term pulled it in, while a
-    stop at 0.05 ended every update at step 4 with the name still at 2-5 nats. ``on_step``
-    gets each step's metrics (``phase`` "memory"). Returns ``steps``, ``forced_nll`` (the last
-    batch's, before its step), ``kl`` (the last batch's drift) and ``ended``: "learned",
-    "drift", "steps" or "none" (no example has forced tokens)."""
+    PPO trust region's ``train_target_kl``: no importance ratio needs it here, and on `sam`'s
+    memories this drift rose to 0.11 at step 9 and fell back to 0.03 as the term pulled it in,
+    while a stop at 0.05 ended every update at step 4 with the name still at 2-5 nats.
+    ``on_step`` gets each step's metrics (``phase`` "memory"). Returns ``steps``,
+    ``forced_nll`` (the last batch's, before its step), ``kl`` (the last batch's drift) and
+    ``ended``: "learned", "drift", "steps" or "none" (no example has forced tokens)."""
     marked = [e for e in examples if any(e.forced)]
     if not marked:
         return {"steps": 0, "ended": "none"}
     params = [p for p in model.parameters() if p.requires_grad]
-    opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=0.0)
+    opt = torch.optim.AdamW(params, lr=cfg.train_lr, weight_decay=0.0)
     normalizer = float(cfg.batch_size * cfg.norm_tokens)
     batches = [marked[i : i + cfg.batch_size] for i in range(0, len(marked), cfg.batch_size)]
 

@@ -4,10 +4,10 @@
 in context), and ``ref_lp`` (the base model, when the KL penalty is on), without gradient.
 ``train_steps`` then runs PPO epochs on ``clawd.training.losses``: token advantages with a
 centred reward, the clipped surrogate over a constant normaliser, a k3 KL-to-base penalty whose
-coefficient adapts step by step, with ``unlikelihood`` a term against repeated phrases
-(``clawd.training.repeats``), and a trust region: the update stops once its KL to the
-pre-update weights passes ``target_kl``, and a step that lands past ``overshoot`` times it is
-undone and retaken at half the rate. It raises on a non-finite loss or gradient. The tokens
+coefficient adapts step by step, with ``train_unlikelihood`` a term against repeated
+phrases (``clawd.training.repeats``), and a trust region: the update stops once its KL to the
+pre-update weights passes ``train_target_kl``, and a step that lands past ``overshoot`` times
+it is undone and retaken at half the rate. It raises on a non-finite loss or gradient. The tokens
 decoding forced for a memory (``Example.forced``) are left out of every term here:
 ``clawd.training.consolidate.learn_forced`` trains them after these steps.
 
@@ -100,13 +100,13 @@ def score_examples(model: Any, examples: list[Example], cfg: TrainConfig) -> Non
             old, teacher = both[: len(chunk)], both[len(chunk) :]
             base = (
                 opd_kl_baseline(full[: len(chunk)], full[len(chunk) :])
-                if cfg.opd_baseline
+                if cfg.train_opd_baseline
                 else None
             )
         else:
             old = teacher = logprobs(model, batch, "student")
             base = None
-        if cfg.kl_coef > 0:  # the base model: the penalty's reference
+        if cfg.train_kl_coef > 0:  # the base model: the penalty's reference
             with model.disable_adapter():
                 ref = logprobs(model, batch, "student")
         else:
@@ -132,14 +132,14 @@ def train_steps(
     """PPO epochs over the scored examples; raises NonFinite on a NaN or infinite value.
 
     The trust region: before each step the KL to the pre-update weights is measured on the
-    coming batch; past ``target_kl`` the update stops. Adam's first step moves every parameter
-    by about ``lr`` whatever its gradient (``lr * g / |g|``), so one step can land far past the
-    region; a step that lands past ``overshoot * target_kl`` is undone and taken again at half
-    the learning rate, at most ``max_halvings`` times, then the update stops inside or just past
-    the region instead of wherever one step threw it.
+    coming batch; past ``train_target_kl`` the update stops. Adam's first step moves every
+    parameter by about ``train_lr`` whatever its gradient (``train_lr * g / |g|``), so one step
+    can land far past the region; a step that lands past ``overshoot * train_target_kl`` is
+    undone and taken again at half the learning rate, at most ``max_halvings`` times, then the
+    update stops inside or just past the region instead of wherever one step threw it.
 
-    With ``cfg.unlikelihood`` each step also pushes down, by unlikelihood, the tokens of its
-    batch that repeat an earlier 4-gram of their answer and those of ``batch_size`` of the
+    With ``cfg.train_unlikelihood`` each step also pushes down, by unlikelihood, the tokens of
+    its batch that repeat an earlier 4-gram of their answer and those of ``batch_size`` of the
     ``repeats`` (greedy answers of the starting weights, taken in turn).
 
     ``on_step`` gets every step taken, numbered in order, undone ones too; ``on_kept`` gets the
@@ -162,7 +162,7 @@ def train_steps(
     i = 0
     while i <= len(batches):
         if i == len(batches):  # after the last step: where did it land, on its own batch?
-            if region.saved is None or cfg.target_kl <= 0:
+            if region.saved is None or cfg.train_target_kl <= 0:
                 break
             with torch.no_grad():
                 batch, logp = _forward(model, batches[-1])
@@ -171,7 +171,7 @@ def train_steps(
             batch, logp = _forward(model, batches[i])
         mask = batch["sampled"]  # the tokens a memory forced train after (learn_forced)
         step_kl = mean_k3_kl(logp.detach(), batch["old_lp"], mask).item()
-        if cfg.target_kl > 0 and step_kl > cfg.target_kl:
+        if cfg.train_target_kl > 0 and step_kl > cfg.train_target_kl:
             if region.overshot(step_kl):
                 # The last step overshot the region: take it back and retake it at half the rate.
                 region.undo()
@@ -186,13 +186,13 @@ def train_steps(
             on_kept(region.ended(False))
         reward = torch.tensor([advantage_reward[id(e)] for e in batches[i]], device=mask.device)
         extra = None
-        if repeats and cfg.unlikelihood > 0:
+        if repeats and cfg.train_unlikelihood > 0:
             extra = _repeats_loss(model, repeats, region.taken, cfg, normalizer)
         total, parts = _step_loss(logp, batch, reward, region.beta, cfg, normalizer, extra)
         region.step, region.taken = region.step + 1, region.taken + 1
         if not torch.isfinite(total):
             raise NonFinite(f"non-finite loss at step {region.taken}")
-        if cfg.target_kl > 0:
+        if cfg.train_target_kl > 0:
             region.save()  # what an undone step goes back to
         region.opt.zero_grad()
         total.backward()
@@ -202,8 +202,8 @@ def train_steps(
         region.opt.step()
         i += 1
         used_beta = region.beta
-        if cfg.kl_coef > 0:
-            region.beta = adapt_kl_coef(region.beta, parts["kl_base"], cfg.base_kl_target)
+        if cfg.train_kl_coef > 0:
+            region.beta = adapt_kl_coef(region.beta, parts["kl_base"], cfg.gate_max_kl)
         on_step(
             {
                 "step": region.taken,
@@ -225,9 +225,9 @@ class _Region:
 
     def __init__(self, params: list[torch.Tensor], cfg: TrainConfig, beta: float | None) -> None:
         self.params, self.cfg = params, cfg
-        self.opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=0.0)
-        self.lr = cfg.lr
-        self.beta = cfg.kl_coef if beta is None else beta
+        self.opt = torch.optim.AdamW(params, lr=cfg.train_lr, weight_decay=0.0)
+        self.lr = cfg.train_lr
+        self.beta = cfg.train_kl_coef if beta is None else beta
         self.step = self.undone = self.taken = 0
         self.saved: tuple[list[torch.Tensor], dict[str, Any], float] | None = None
 
@@ -244,7 +244,7 @@ class _Region:
     def overshot(self, step_kl: float) -> bool:
         """Whether the last step landed past ``overshoot`` x the region and may be retaken."""
         cfg = self.cfg
-        far = step_kl > cfg.overshoot * cfg.target_kl
+        far = step_kl > cfg.overshoot * cfg.train_target_kl
         return far and self.saved is not None and self.undone < cfg.max_halvings
 
     def save(self) -> None:
@@ -272,7 +272,7 @@ def _schedule(examples: list[Example], cfg: TrainConfig) -> list[list[Example]]:
     ``batch_size``."""
     rng = random.Random(cfg.seed)
     batches: list[list[Example]] = []
-    for _ in range(cfg.epochs):
+    for _ in range(cfg.train_epochs):
         order = list(range(len(examples)))
         rng.shuffle(order)
         batches += [
@@ -313,11 +313,11 @@ def _step_loss(
     kl = k3_kl(logp, batch["ref_lp"], mask, normalizer)
     marked = batch["repeated"] * mask
     unlikely = torch.zeros((), device=mask.device)
-    if cfg.unlikelihood > 0:
+    if cfg.train_unlikelihood > 0:
         unlikely = unlikelihood_loss(logp, marked, normalizer)
         if repeats_loss is not None:
             unlikely = unlikely + repeats_loss
-    total = loss + beta * kl + cfg.unlikelihood * unlikely
+    total = loss + beta * kl + cfg.train_unlikelihood * unlikely
     n = mask.sum().clamp(min=1)
     opd = batch["teacher_lp"] - batch["old_lp"] - batch["opd_base"]
     opd = opd * batch["has_hint"][:, None] * mask

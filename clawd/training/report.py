@@ -52,7 +52,9 @@ def plot(report: dict[str, Any], out: Path) -> Path:
     ax1.set_xlabel("step")
     ax1.set_ylabel("loss", color="C0")
     ax1.set_title("loss and drift")
-    kl_to = "base" if report.get("config", {}).get("kl_coef", 0) > 0 else "pre-update weights"
+    config = report.get("config", {})
+    kl_coef = config.get("train_kl_coef", config.get("kl_coef", 0))  # kl_coef: older reports
+    kl_to = "base" if kl_coef > 0 else "pre-update weights"
     twin = ax1.twinx()
     twin.plot(px, [s["kl"] for s in ppo], marker=".", color="C1")
     twin.set_ylabel(f"k3 KL to {kl_to}", color="C1")

@@ -93,7 +93,9 @@ def run(
         # only samples the method can learn from, and a refusal when they teach it nothing
         # samples answered by another base model wait for it: their token ids are its words
         digest = sha256_file(model_path)
-        samples, replay, why = next_run(store, cfg.method, cfg.replay, cfg.max_samples, digest)
+        samples, replay, why = next_run(
+            store, cfg.train_method, cfg.train_replay, cfg.max_samples, digest
+        )
         if why:
             raise NothingToTrain(why)
         run_id = (
@@ -239,7 +241,7 @@ def _train(
     manifest["metrics"]["final_loss"] = steps[-1]["loss"]  # the whole update's last step
     manifest["seconds"] = seconds
     final = registry.add_candidate(store, home, tmp, manifest, trained_ids, result["heldout_ids"])
-    _drop_too_long(store, result["skipped"], cfg.max_seq_len, run_id)
+    _drop_too_long(store, result["skipped"], cfg.n_ctx, run_id)
     with store.db.conn:
         store.db.conn.execute(
             "UPDATE training_runs SET status = 'succeeded', adapter_version = ?, report_path = ?,"
@@ -321,7 +323,7 @@ def _judged(
             ability_alpha=cfg.gate_ability_alpha,
             loop_samples=cfg.gate_loop_samples,
             cache=home / "cache" / f"gate-{inputs.digest[:16]}.json",
-            threads=cfg.threads,
+            threads=cfg.train_threads,
         )
 
     verdict, point = earlier.walk_back(
@@ -340,7 +342,7 @@ def _judged(
             tmp / "adapter.gguf",
             inputs.memory["memories"],
             inputs.memory["heldout"] or inputs.memory["train"][:4],
-            threads=cfg.threads,
+            threads=cfg.train_threads,
         )
         memories.record_gaps(store, {int(k): v for k, v in verdict["memories"].items()})
     return verdict, point
@@ -384,10 +386,10 @@ def _manifest(
 
 def _inherited_kl_coef(current: dict[str, Any] | None, cfg: TrainConfig) -> float:
     """The KL penalty's coefficient where the parent's run left it (the setting for a first)."""
-    if cfg.kl_coef <= 0 or not current:
-        return cfg.kl_coef
+    if cfg.train_kl_coef <= 0 or not current:
+        return cfg.train_kl_coef
     value = (current.get("metrics") or {}).get("kl_coef")
-    return float(value) if isinstance(value, int | float) and value > 0 else cfg.kl_coef
+    return float(value) if isinstance(value, int | float) and value > 0 else cfg.train_kl_coef
 
 
 def main() -> None:

@@ -36,7 +36,8 @@ class TrainingError(Exception):
 
 
 class TooLong(TrainingError):
-    """No sample fits ``max_seq_len``; ``sample_ids`` can never train (the run drops them)."""
+    """No sample fits in ``max_seq_len`` tokens (the ``n_ctx`` setting); ``sample_ids`` can
+    never train (the run drops them)."""
 
     def __init__(self, max_seq_len: int, sample_ids: list[int]) -> None:
         super().__init__(f"every sample was longer than {max_seq_len} tokens")
@@ -103,8 +104,8 @@ def update(
         mark = now
 
     check_memory(model_path)
-    if cfg.threads:
-        torch.set_num_threads(cfg.threads)
+    if cfg.train_threads:
+        torch.set_num_threads(cfg.train_threads)
     torch.manual_seed(cfg.seed)
     cuda = torch.cuda.is_available()
     base, tok = torchmodel.load(
@@ -124,7 +125,7 @@ def update(
     lap("load")
     eos = torchmodel.end_tokens(tok)
     distilled, memory_report = consolidate.memory_examples(
-        model, tok, template, inputs.memory, eos, cfg.max_seq_len, device
+        model, tok, template, inputs.memory, eos, cfg.n_ctx, device
     )
     if distilled:  # the memories' distillation: answers the starting weights write
         examples += distilled
@@ -135,7 +136,7 @@ def update(
     repeats_written = 0
     # The starting weights' own loops on the user's prompts (not the gate's general ones, which
     # it measures drift on: docs/experiments.md, "Unlikelihood on the user's own prompts only").
-    if cfg.unlikelihood > 0 and own:
+    if cfg.train_unlikelihood > 0 and own:
         found, repeats_written = repeats.own_repeats(model, own, ABILITY_TOKENS, eos)
         lap("repeats")
     ended, steps, kept, trainable = _steps(model, examples, cfg, inputs.kl_coef, found, on_step)
@@ -143,7 +144,7 @@ def update(
     if not steps:
         raise TrainingError(
             f"the first step was already past the trust region (KL {ended.get('kl_step', 0):.3f} "
-            f"> train_target_kl {cfg.target_kl}): nothing was learned"
+            f"> train_target_kl {cfg.train_target_kl}): nothing was learned"
         )
     points = _export(model, model_path, out, ended, kept, trainable, cfg.gate_retries)
     lap("export")
@@ -204,8 +205,8 @@ def _steps(
     ``on_step``, with the run's ``total_steps``), the earlier points kept for the gate (their
     weights, by step count, before any memory step) and the trainable parameters they are
     values of."""
-    total = cfg.epochs * math.ceil(len(examples) / cfg.batch_size)
-    total += cfg.max_halvings if cfg.target_kl > 0 else 0  # steps the trust region may retake
+    total = cfg.train_epochs * math.ceil(len(examples) / cfg.batch_size)
+    total += cfg.max_halvings if cfg.train_target_kl > 0 else 0  # steps the trust region may retake
     total += consolidate.FORCED_STEPS if any(any(e.forced) for e in examples) else 0
     steps: list[dict[str, float]] = []
 
@@ -252,7 +253,7 @@ def _split(
     examples, skipped = build_examples(inputs.samples, tok, template, cfg, device, live)
     replayed, _ = build_examples(replay, tok, template, cfg, device, live)
     if not examples:
-        raise TooLong(cfg.max_seq_len, skipped)
+        raise TooLong(cfg.n_ctx, skipped)
     # Every fifth new sample (from five on) is held out for the promotion gate; a sample that
     # was held out before trains now instead, so every sample trains eventually.
     fresh = [e for e, s in zip(examples, _fitting(inputs.samples, examples), strict=True) if not s]
