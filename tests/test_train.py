@@ -395,7 +395,8 @@ def test_a_run_distils_the_memories_and_records_their_gap(
     # the tokens the shape forced trained after the PPO steps (learn_forced), when there were any
     learned = manifest["metrics"]["memory"]
     assert (learned["ended"] == "none") == (distilled["forced_tokens"] == 0)
-    assert learned["steps"] == sum(s.get("phase") == "memory" for s in report["steps"])
+    # steps past the drift check are taken back: the report lists them, the count keeps the rest
+    assert learned["steps"] <= sum(s.get("phase") == "memory" for s in report["steps"])
     [(key, gap)] = manifest["gate"]["memories"].items()
     assert set(gap) == {"gap", "base_gap", "closed"} and gap["base_gap"] > 0
     with Store.open(home) as store:

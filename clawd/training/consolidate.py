@@ -49,7 +49,7 @@ from clawd.training.config import TrainConfig
 from clawd.training.greedy import greedy_answers, shaped_answer
 from clawd.training.losses import k3_kl, likelihood_loss, mean_k3_kl
 from clawd.training.ppo import NonFinite
-from clawd.training.torchmodel import token_logprobs
+from clawd.training.torchmodel import response_log_softmax, token_logprobs
 
 # The teacher's answer per prompt: room for a length limit of three sentences to end it.
 ANSWER_TOKENS = 96
@@ -61,6 +61,11 @@ HELD_OUT_EVERY = 3  # every third is kept for the gap measurement
 # 0.6 nats; 32 steps went on to 0.01 and to answers about "Sam" (docs/experiments.md).
 LEARNED_NLL = 0.5
 FORCED_STEPS = 24
+# The drift check of learn_forced: every CHECK_EVERY steps, on PROBE_PROMPTS of the gate's
+# general prompts and their greedy answers (PROBE_TOKENS) before its steps.
+CHECK_EVERY = 4
+PROBE_PROMPTS = 8
+PROBE_TOKENS = 48
 
 
 def memory_inputs(store: Store, prompts: int = PROMPTS) -> dict[str, Any] | None:
@@ -155,7 +160,12 @@ def memory_examples(
 
 
 def learn_forced(
-    model: Any, examples: list[Example], cfg: TrainConfig, on_step: Callable[[dict[str, Any]], None]
+    model: Any,
+    examples: list[Example],
+    cfg: TrainConfig,
+    on_step: Callable[[dict[str, Any]], None],
+    probes: list[list[int]] | None = None,
+    eos: list[int] | None = None,
 ) -> dict[str, Any]:
     """Train the tokens decoding forced for a memory (``Example.forced``) by likelihood, after
     the PPO steps: batches of ``cfg.batch_size`` of the examples that have any, in turn, until
@@ -164,14 +174,19 @@ def learn_forced(
 
         likelihood_loss(forced) + k3_kl(sampled tokens, their log-probs before these steps)
 
-    so that the rest of each answer stays as the PPO steps left it; a batch whose sampled tokens
-    moved past ``cfg.gate_step_kl`` (mean k3; the drift an update may have) ends it too. Not the
-    PPO trust region's ``train_target_kl``: no importance ratio needs it here, and on `sam`'s
-    memories this drift rose to 0.11 at step 9 and fell back to 0.03 as the term pulled it in,
-    while a stop at 0.05 ended every update at step 4 with the name still at 2-5 nats.
-    ``on_step`` gets each step's metrics (``phase`` "memory"). Returns ``steps``,
-    ``forced_nll`` (the last batch's, before its step), ``kl`` (the last batch's drift) and
-    ``ended``: "learned", "drift", "steps" or "none" (no example has forced tokens)."""
+    so that the rest of each answer stays as the PPO steps left it.
+
+    A name that opens every answer is a change the gate's drift measure sees on every general
+    prompt (on `sam`, 22 steps to a learned name took an update to a KL of 0.27 from its
+    parent, past ``gate_step_kl``, and the gate served an earlier point without them). So every
+    ``CHECK_EVERY`` steps the drift is read on ``probes`` (general prompts, token ids; their
+    greedy answers before these steps, ``PROBE_TOKENS``), as the gate reads it (mean per-token
+    KL of the full distributions), and past half of ``gate_step_kl`` (the other half is the PPO
+    steps') the weights go back to the last check that was inside and the steps end: what is
+    left is learned by the next updates. ``on_step`` gets each step's metrics (``phase``
+    "memory"). Returns ``steps`` (kept), ``forced_nll`` (the last batch's, before its step),
+    ``general_kl`` (the last check's) and ``ended``: "learned", "drift", "steps" or "none" (no
+    example has forced tokens)."""
     marked = [e for e in examples if any(e.forced)]
     if not marked:
         return {"steps": 0, "ended": "none"}
@@ -185,20 +200,20 @@ def learn_forced(
         ids, attn, start = batch["student_ids"], batch["student_attn"], batch["student_start"]
         return batch, token_logprobs(model, ids, attn, start, batch["mask"].shape[1])
 
+    model.eval()
     with torch.no_grad():  # where the PPO steps left every answer
-        model.eval()
         start = [forward(b)[1] for b in batches]
-    model.train()
+    probe = _Probe(model, probes, eos) if probes and eos else None
     out: dict[str, Any] = {"steps": 0, "ended": "steps"}
     for step in range(FORCED_STEPS):
+        model.train()
         k = step % len(batches)
         batch, logp = forward(batches[k])
         forced, sampled = batch["forced"], batch["sampled"]
         nll = (-(logp.detach() * forced).sum() / forced.sum()).item()
-        drift = mean_k3_kl(logp.detach(), start[k], sampled).item()
-        out.update(forced_nll=nll, kl=drift)
-        if nll < LEARNED_NLL or drift > cfg.gate_step_kl:
-            out["ended"] = "learned" if nll < LEARNED_NLL else "drift"
+        out["forced_nll"] = nll
+        if nll < LEARNED_NLL:
+            out["ended"] = "learned"
             break
         loss = likelihood_loss(logp, forced, normalizer)
         loss = loss + k3_kl(logp, start[k], sampled, normalizer)
@@ -210,19 +225,64 @@ def learn_forced(
         if not torch.isfinite(grad_norm):
             raise NonFinite(f"non-finite gradient at memory step {step + 1}")
         opt.step()
+        metrics = {"phase": "memory", "step": step + 1, "loss": loss.item(), "forced_nll": nll}
+        metrics["kl_step"] = mean_k3_kl(logp.detach(), start[k], sampled).item()
+        metrics["grad_norm"] = grad_norm.item()
+        on_step(metrics)
         out["steps"] = step + 1
-        on_step(
-            {
-                "phase": "memory",
-                "step": step + 1,
-                "loss": loss.item(),
-                "forced_nll": nll,
-                "kl_step": drift,
-                "grad_norm": grad_norm.item(),
-            }
-        )
+        if probe is not None and out["steps"] % CHECK_EVERY == 0 and not probe.inside(out, cfg):
+            break
+    if probe is not None and out["steps"] % CHECK_EVERY and out["ended"] != "drift":
+        probe.inside(out, cfg)  # the steps since the last check
     model.eval()
     return out
+
+
+class _Probe:
+    """The drift of the weights being trained from where they were made, on general prompts
+    and their greedy answers then, read as the gate reads it."""
+
+    def __init__(self, model: Any, prompts: list[list[int]], eos: list[int]) -> None:
+        self.model = model
+        prompts = prompts[:PROBE_PROMPTS]
+        answers = greedy_answers(model, prompts, PROBE_TOKENS, eos)
+        rows = [(p + a, len(p), len(a)) for p, a in zip(prompts, answers, strict=True) if a]
+        width, self.length = max(len(r) for r, _, _ in rows), max(n for _, _, n in rows)
+        device = next(model.parameters()).device
+        self.ids = torch.tensor([r + [eos[0]] * (width - len(r)) for r, _, _ in rows])
+        self.attn = torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r, _, _ in rows])
+        self.start = torch.tensor([s for _, s, _ in rows])
+        self.ids, self.attn, self.start = (t.to(device) for t in (self.ids, self.attn, self.start))
+        self.mask = torch.tensor([[1.0] * n + [0.0] * (self.length - n) for _, _, n in rows])
+        self.ref = self._logp()
+        self.params = [p for p in model.parameters() if p.requires_grad]
+        self.kept = ([p.detach().clone() for p in self.params], 0)  # weights inside, steps
+
+    @torch.no_grad()
+    def _logp(self) -> torch.Tensor:
+        self.model.eval()
+        logp, _ = response_log_softmax(self.model, self.ids, self.attn, self.start, self.length)
+        return logp
+
+    def inside(self, out: dict[str, Any], cfg: TrainConfig) -> bool:
+        """Whether the weights are inside half of ``gate_step_kl`` now (``out["general_kl"]``);
+        if not, back to the last weights that were (``out["steps"]`` with them, ``ended``
+        "drift")."""
+        out["general_kl"] = self.drift()
+        if out["general_kl"] <= cfg.gate_step_kl / 2:
+            self.kept = ([p.detach().clone() for p in self.params], out["steps"])
+            return True
+        with torch.no_grad():
+            for p, v in zip(self.params, self.kept[0], strict=True):
+                p.copy_(v)
+        out["steps"], out["ended"] = self.kept[1], "drift"
+        return False
+
+    def drift(self) -> float:
+        """Mean over prompts of the mean per-token KL(now || then) along their answers."""
+        now = self._logp()
+        per_token = (now.exp() * (now - self.ref)).sum(-1).cpu() * self.mask  # (B, T)
+        return float((per_token.sum(1) / self.mask.sum(1)).mean())
 
 
 if __name__ == "__main__":

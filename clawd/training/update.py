@@ -139,7 +139,9 @@ def update(
     if cfg.train_unlikelihood > 0 and own:
         found, repeats_written = repeats.own_repeats(model, own, ABILITY_TOKENS, eos)
         lap("repeats")
-    ended, steps, kept, trainable = _steps(model, examples, cfg, inputs.kl_coef, found, on_step)
+    ended, steps, kept, trainable = _steps(
+        model, examples, cfg, inputs.kl_coef, found, on_step, (general, eos)
+    )
     lap("train")
     if not steps:
         raise TrainingError(
@@ -199,12 +201,14 @@ def _steps(
     kl_coef: float | None,
     found: list[repeats.Repeat],
     on_step: OnStep | None,
+    probes: tuple[list[list[int]], list[int]],
 ) -> tuple[dict[str, Any], list[dict[str, float]], dict[int, Any], list[torch.Tensor]]:
     """The update's steps (``ppo.train_steps``, then ``consolidate.learn_forced`` on the tokens
     a memory forced: ``ended["memory"]``): how it ended, every step's metrics (each also to
     ``on_step``, with the run's ``total_steps``), the earlier points kept for the gate (their
     weights, by step count, before any memory step) and the trainable parameters they are
-    values of."""
+    values of. ``probes``: general prompts and the end-of-turn ids, which bound the memory
+    steps' drift."""
     total = cfg.train_epochs * math.ceil(len(examples) / cfg.batch_size)
     total += cfg.max_halvings if cfg.train_target_kl > 0 else 0  # steps the trust region may retake
     total += consolidate.FORCED_STEPS if any(any(e.forced) for e in examples) else 0
@@ -237,7 +241,7 @@ def _steps(
     )
     taken = len(steps)
     memory = consolidate.learn_forced(
-        model, examples, cfg, lambda m: step({**m, "step": taken + m["step"]})
+        model, examples, cfg, lambda m: step({**m, "step": taken + m["step"]}), *probes
     )
     return {**ended, "memory": memory}, steps, kept, trainable
 
