@@ -18,10 +18,11 @@ and after the update's PPO steps ``learn_forced`` trains them by likelihood
 probability 1e-5 could never leave: the memory says what they are, no sample has to find
 them. It goes on until the forced tokens are likely (``LEARNED_NLL``) or ``FORCED_STEPS`` are
 taken, with the other tokens of the same answers held where the PPO steps left them (a k3 KL
-term). Distilling the unshaped teacher taught nothing in
+term), and stops where its drift on general prompts would take the update past the gate's
+limit: what is left, the next updates learn. Distilling the unshaped teacher taught nothing in
 4 updates; a likelihood term inside the PPO steps, which the trust region ended after 2 or 3,
 not the name either (docs/experiments.md, "2026-12-06: consolidation toward the answers as
-served").
+served", "2026-12-06: the forced tokens learned after the PPO steps").
 
 The prompts come from the store (``memory_inputs``): the user's newest distinct prompts of
 conversations that may be learned from; every third is held out, never trained on, for the
