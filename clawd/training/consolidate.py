@@ -184,10 +184,11 @@ def learn_forced(
     greedy answers before these steps, ``PROBE_TOKENS``), as the gate reads it (mean per-token
     KL of the full distributions), and past half of ``gate_step_kl`` (the other half is the PPO
     steps') the weights go back to the last check that was inside and the steps end: what is
-    left is learned by the next updates. ``on_step`` gets each step's metrics (``phase``
-    "memory"). Returns ``steps`` (kept), ``forced_nll`` (the last batch's, before its step),
-    ``general_kl`` (the last check's) and ``ended``: "learned", "drift", "steps" or "none" (no
-    example has forced tokens)."""
+    left is learned by the next updates (without ``probes`` and ``eos``, or when every probe's
+    answer is empty, nothing bounds it but the gate). ``on_step`` gets each step's metrics
+    (``phase`` "memory"). Returns ``steps`` (kept), ``forced_nll`` (the last batch's, before its
+    step), ``general_kl`` (the last check's) and ``ended``: "learned", "drift", "steps" or
+    "none" (no example has forced tokens)."""
     marked = [e for e in examples if any(e.forced)]
     if not marked:
         return {"steps": 0, "ended": "none"}
@@ -204,7 +205,7 @@ def learn_forced(
     model.eval()
     with torch.no_grad():  # where the PPO steps left every answer
         start = [forward(b)[1] for b in batches]
-    probe = _Probe(model, probes, eos) if probes and eos else None
+    probe = _Probe.of(model, probes or [], eos or [])
     out: dict[str, Any] = {"steps": 0, "ended": "steps"}
     for step in range(FORCED_STEPS):
         model.train()
@@ -243,11 +244,20 @@ class _Probe:
     """The drift of the weights being trained from where they were made, on general prompts
     and their greedy answers then, read as the gate reads it."""
 
-    def __init__(self, model: Any, prompts: list[list[int]], eos: list[int]) -> None:
-        self.model = model
+    @classmethod
+    def of(cls, model: Any, prompts: list[list[int]], eos: list[int]) -> _Probe | None:
+        """The probe on the first ``PROBE_PROMPTS`` of ``prompts``; None without prompts or
+        when every greedy answer is empty (nothing to read the drift along)."""
+        if not prompts or not eos:
+            return None
         prompts = prompts[:PROBE_PROMPTS]
         answers = greedy_answers(model, prompts, PROBE_TOKENS, eos)
         rows = [(p + a, len(p), len(a)) for p, a in zip(prompts, answers, strict=True) if a]
+        return cls(model, rows, eos) if rows else None
+
+    def __init__(self, model: Any, rows: list[tuple[list[int], int, int]], eos: list[int]) -> None:
+        """``rows``: (prompt and answer, where the answer starts, its length) per prompt."""
+        self.model = model
         width, self.length = max(len(r) for r, _, _ in rows), max(n for _, _, n in rows)
         device = next(model.parameters()).device
         self.ids = torch.tensor([r + [eos[0]] * (width - len(r)) for r, _, _ in rows])
