@@ -44,8 +44,8 @@ class Example:
     # the OPD advantage is taken relative to it (losses.token_advantages). Empty: no baseline.
     opd_base: list[float] = field(default_factory=list)
     # 1.0 on the response tokens that decoding forced for a memory (the name that opens the
-    # answer, the end a length limit set: ``greedy.shaped_answer``), trained by likelihood
-    # outside the clipped surrogate and the trust region (``ppo.train_steps``). Empty: none.
+    # answer, the end a length limit set: ``greedy.shaped_answer``), left out of the PPO steps
+    # and trained by likelihood after them (``consolidate.learn_forced``). Empty: none.
     forced: list[float] = field(default_factory=list)
 
     @property
