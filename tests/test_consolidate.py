@@ -1,9 +1,11 @@
-"""Consolidation's own steps on the real model: ``consolidate.learn_forced`` teaches the tokens
-a memory forced (the name opening an answer) after the PPO steps, which leave them alone."""
+"""Consolidation on the real models: a run distils the memories and records their gap, a served
+answer's forced tokens are marked while its memories hold, and ``consolidate.learn_forced``
+teaches them (the name opening an answer) after the PPO steps, which leave them alone."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 from pathlib import Path
 
@@ -12,9 +14,12 @@ import torch
 
 from clawd.adapters.gate import general_prompts
 from clawd.chattemplate import ChatTemplate
-from clawd.training import consolidate, losses, ppo, torchmodel
+from clawd.store.db import Store
+from clawd.training import consolidate, losses, ppo, torchmodel, train
 from clawd.training.batches import Example, collate
 from clawd.training.config import TrainConfig
+from fixtures.samples import add_sample, tokenize
+from tests.test_train import settings_for, shared_torch_cache, small  # noqa: F401 (a fixture)
 
 ANSWERS = (
     ("What is the moon made of?", "the moon is made of rock and dust."),
@@ -93,3 +98,89 @@ def test_the_tokens_a_memory_forced_are_learned_after_the_ppo_steps(
         "steps": 0,
         "ended": "none",
     }
+
+
+@pytest.mark.parametrize("model", ["qwen3", pytest.param("smollm2", marks=pytest.mark.slow)])
+def test_a_run_distils_the_memories_and_records_their_gap(
+    model: str, request: pytest.FixtureRequest, home: Path
+) -> None:
+    """Consolidation: the run adds one OPD example per training prompt (teacher with the
+    memories in the system message and their shape, student without), and the gate measures
+    each memory's gap on the held-out prompts, recorded in the manifest and on the memory.
+    (SmolLM2, about a minute, with the slow tests.)"""
+    from clawd.store import memories
+
+    any_gguf = request.getfixturevalue("smollm2_gguf" if model == "smollm2" else "tiny_qwen3_gguf")
+    with Store.open(home) as store:
+        for q in ("Name a fruit.", "What is 2+2?", "Say hi.", "Name a colour.", "Why rain?"):
+            add_sample(store, any_gguf, hint="Be brief.", reward=-1, kind="opd+rl", question=q)
+        ana, _ = memories.add(store, "Address the user as Ana.", "name", source="user")
+        memories.add(store, "Keep answers to one line.", "length", source="user")
+        memories.edit(store, ana["id"], status="off")  # off: neither distilled nor measured
+    summary = train.run(home, settings_for(any_gguf), cfg=small())
+    folder = Path(summary["path"])
+    report = json.loads((folder / "report.json").read_text())
+    distilled = report["memories"]
+    assert distilled["prompts"] == 4 and distilled["heldout_prompts"] == 1  # every third out
+    assert distilled["examples"] == 4 and len(distilled["memories"]) == 1
+    # the teacher answers as served: the one-line limit is decoding's (Ana is off: no opening)
+    assert distilled["shape"] == {"limit": "1 sentence"}
+    assert sum(s["sample_id"] < 0 for s in report["samples"]) == 4  # no stored sample
+    manifest = json.loads((folder / "manifest.json").read_text())
+    # the tokens the shape forced trained after the PPO steps (learn_forced), when there were any
+    learned = manifest["metrics"]["memory"]
+    assert (learned["ended"] == "none") == (distilled["forced_tokens"] == 0)
+    # steps past the drift check are taken back: the report lists them, the count keeps the rest
+    assert learned["steps"] <= sum(s.get("phase") == "memory" for s in report["steps"])
+    [(key, gap)] = manifest["gate"]["memories"].items()
+    assert set(gap) == {"gap", "base_gap", "closed"} and gap["base_gap"] > 0
+    with Store.open(home) as store:
+        mem = memories.get(store, int(key))
+    assert mem["text"] == "Keep answers to one line." and mem["gap"] == gap["gap"]
+
+
+def test_a_served_answers_forced_tokens_train_only_while_its_memories_hold(
+    smollm2_gguf: Path, torch_cache: Path
+) -> None:
+    """A turn served with memories records the shape and the positions decoding forced
+    (``params``): its example marks them while the memories it was served with still ask for
+    that shape, whatever became of the others, and marks none once the name was edited or
+    deleted."""
+    from clawd.training import torchmodel
+    from clawd.training.batches import build_examples
+
+    _, tok = torchmodel.load(smollm2_gguf, torch_cache)
+    template = ChatTemplate.from_gguf(smollm2_gguf)
+    messages = [{"role": "user", "content": "What is the capital of Japan?"}]
+    response = tok("Ana, it is Tokyo.<|im_end|>", add_special_tokens=False)["input_ids"]
+    opening = len(tok("Ana,", add_special_tokens=False)["input_ids"])
+    forced = list(range(opening))
+    sample = {
+        "id": 7,
+        "kind": "rl",
+        "hint": None,
+        "reward": 1.0,
+        "prompt_token_ids": json.dumps(tokenize(smollm2_gguf, "with memories")),
+        "response_token_ids": json.dumps(response),
+        "prompt_messages": json.dumps(messages),
+        "params": json.dumps({"forced": forced, "shaped": {"opening": "Ana,"}}),
+        "memory_ids": json.dumps([3, 4]),
+    }
+    cfg = small()
+    ana, veg = "Address the user as Ana.", "The user is vegetarian."
+
+    def marks(memories: dict[int, str]) -> list[float]:
+        [example], _ = build_examples([sample], tok, template, cfg, memories=memories)
+        return example.forced
+
+    assert marks({3: ana, 4: veg, 9: "Use metric units."}) == [1.0] * opening + [0.0] * (
+        len(response) - opening
+    )
+    assert marks({3: ana}) == marks({3: ana, 4: veg})  # another memory went: the name holds
+    assert marks({3: "Address the user as Bea.", 4: veg}) == []  # edited
+    assert marks({4: veg}) == [] and marks({}) == []  # deleted, or memory off
+    # the student learns without the memories: the prompt is the client's own messages
+    [example], _ = build_examples([sample], tok, template, cfg, memories={3: ana})
+    assert (
+        example.prompt_ids == tok(template.render(messages), add_special_tokens=False)["input_ids"]
+    )
