@@ -61,7 +61,7 @@ def test_the_tokens_a_memory_forced_are_learned_after_the_ppo_steps(
 
     def logp() -> torch.Tensor:
         with torch.no_grad():
-            return ppo._forward(model, examples)[1]
+            return ppo.forward(model, examples)[1]
 
     ppo.train_steps(model, examples, cfg, lambda m: None)
     after_ppo = logp()

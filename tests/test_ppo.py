@@ -54,7 +54,7 @@ def _landing(
         model, [example], cfg, steps.append, on_kept=keep if kept is not None else None
     )
     with torch.no_grad():
-        _, logp = ppo._forward(model, [example])
+        _, logp = ppo.forward(model, [example])
     kl = losses.mean_k3_kl(logp, torch.tensor([example.old_lp]), torch.ones_like(logp)).item()
     return ended, kl, steps
 

@@ -143,7 +143,8 @@ def _same_shape(
     return bool(was) and all(now.get(k) == v for k, v in was.items())
 
 
-def _pad(rows: list[list[int]], value: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+def pad(rows: list[list[int]], value: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Token rows right-padded with ``value``: ids (B, L) and their attention mask (B, L)."""
     width = max(len(r) for r in rows)
     ids = torch.full((len(rows), width), value, dtype=torch.long)
     attn = torch.zeros((len(rows), width), dtype=torch.long)
@@ -160,8 +161,8 @@ def collate(examples: list[Example]) -> dict[str, torch.Tensor]:
     ``sampled`` (B, T) the mask without them."""
     device = examples[0].device
     t = max(len(e.response_ids) for e in examples)
-    s_ids, s_attn = _pad([e.prompt_ids + e.response_ids for e in examples])
-    t_ids, t_attn = _pad([e.teacher_prompt_ids + e.response_ids for e in examples])
+    s_ids, s_attn = pad([e.prompt_ids + e.response_ids for e in examples])
+    t_ids, t_attn = pad([e.teacher_prompt_ids + e.response_ids for e in examples])
     mask = torch.zeros(len(examples), t)
 
     def per_token(attr: str) -> torch.Tensor:

@@ -45,12 +45,12 @@ import torch
 from clawd.signals.shaping import shape_of
 from clawd.store import memories
 from clawd.store.db import Store
-from clawd.training.batches import Example, collate
+from clawd.training.batches import Example, pad
 from clawd.training.config import TrainConfig
 from clawd.training.greedy import greedy_answers, shaped_answer
-from clawd.training.losses import k3_kl, likelihood_loss, mean_k3_kl
-from clawd.training.ppo import NonFinite
-from clawd.training.torchmodel import response_log_softmax, token_logprobs
+from clawd.training.losses import k3_kl, likelihood_loss, mean_k3_kl, opd_kl_baseline
+from clawd.training.ppo import NonFinite, forward
+from clawd.training.torchmodel import response_log_softmax
 
 # The teacher's answer per prompt: room for a length limit of three sentences to end it.
 ANSWER_TOKENS = 96
@@ -197,20 +197,15 @@ def learn_forced(
     normalizer = float(cfg.batch_size * cfg.norm_tokens)
     batches = [marked[i : i + cfg.batch_size] for i in range(0, len(marked), cfg.batch_size)]
 
-    def forward(chunk: list[Example]) -> tuple[dict[str, Any], torch.Tensor]:
-        batch = collate(chunk)
-        ids, attn, start = batch["student_ids"], batch["student_attn"], batch["student_start"]
-        return batch, token_logprobs(model, ids, attn, start, batch["mask"].shape[1])
-
     model.eval()
     with torch.no_grad():  # where the PPO steps left every answer
-        start = [forward(b)[1] for b in batches]
+        start = [forward(model, b)[1] for b in batches]
     probe = _Probe.of(model, probes or [], eos or [])
     out: dict[str, Any] = {"steps": 0, "ended": "steps"}
     for step in range(FORCED_STEPS):
         model.train()
         k = step % len(batches)
-        batch, logp = forward(batches[k])
+        batch, logp = forward(model, batches[k])
         forced, sampled = batch["forced"], batch["sampled"]
         nll = (-(logp.detach() * forced).sum() / forced.sum()).item()
         out["forced_nll"] = nll
@@ -258,10 +253,9 @@ class _Probe:
     def __init__(self, model: Any, rows: list[tuple[list[int], int, int]], eos: list[int]) -> None:
         """``rows``: (prompt and answer, where the answer starts, its length) per prompt."""
         self.model = model
-        width, self.length = max(len(r) for r, _, _ in rows), max(n for _, _, n in rows)
+        self.length = max(n for _, _, n in rows)
         device = next(model.parameters()).device
-        self.ids = torch.tensor([r + [eos[0]] * (width - len(r)) for r, _, _ in rows])
-        self.attn = torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r, _, _ in rows])
+        self.ids, self.attn = pad([r for r, _, _ in rows], eos[0])
         self.start = torch.tensor([s for _, s, _ in rows])
         self.ids, self.attn, self.start = (t.to(device) for t in (self.ids, self.attn, self.start))
         self.mask = torch.tensor([[1.0] * n + [0.0] * (self.length - n) for _, _, n in rows])
@@ -291,8 +285,7 @@ class _Probe:
 
     def drift(self) -> float:
         """Mean over prompts of the mean per-token KL(now || then) along their answers."""
-        now = self._logp()
-        per_token = (now.exp() * (now - self.ref)).sum(-1).cpu() * self.mask  # (B, T)
+        per_token = -opd_kl_baseline(self._logp(), self.ref).cpu() * self.mask  # (B, T)
         return float((per_token.sum(1) / self.mask.sum(1)).mean())
 
 

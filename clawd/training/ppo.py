@@ -165,10 +165,10 @@ def train_steps(
             if region.saved is None or cfg.train_target_kl <= 0:
                 break
             with torch.no_grad():
-                batch, logp = _forward(model, batches[-1])
+                batch, logp = forward(model, batches[-1])
         else:
             model.train()
-            batch, logp = _forward(model, batches[i])
+            batch, logp = forward(model, batches[i])
         mask = batch["sampled"]  # the tokens a memory forced train after (learn_forced)
         step_kl = mean_k3_kl(logp.detach(), batch["old_lp"], mask).item()
         if cfg.train_target_kl > 0 and step_kl > cfg.train_target_kl:
@@ -349,7 +349,7 @@ def _repeats_loss(
     return unlikelihood_loss(logp, rb["marked"], normalizer)
 
 
-def _forward(model: Any, chunk: list[Example]) -> tuple[dict[str, Any], torch.Tensor]:
+def forward(model: Any, chunk: list[Example]) -> tuple[dict[str, Any], torch.Tensor]:
     """One batch through the weights being trained: the collated batch and the log-probs of the
     served tokens (B, T)."""
     batch = collate(chunk)
