@@ -126,14 +126,12 @@ class Scorer:
         if self._adapter is not None:
             llama_cpp.llama_adapter_lora_free(self._adapter)
         self._adapter = new
-        self.llm.reset()
-        self.llm._ctx.kv_cache_clear()
+        self.restart()
 
     def log_softmax(self, tokens: list[int], start: int = 0) -> np.ndarray:
         """(len(tokens) - start, V) next-token log-probabilities after each prefix from
         ``tokens[: start + 1]`` on."""
-        self.llm.reset()
-        self.llm._ctx.kv_cache_clear()
+        self.restart()
         self.llm.eval(tokens)
         x = np.array(self.llm.scores[start : len(tokens)], dtype=np.float64)
         x -= x.max(-1, keepdims=True)
@@ -149,8 +147,7 @@ class Scorer:
 
         vocab = self.llm._model.vocab
         out: list[int] = []
-        self.llm.reset()
-        self.llm._ctx.kv_cache_clear()
+        self.restart()
         self.llm.set_seed(seed)
         top_k = 1 if temperature == 0 else 0
         for token in self.llm.generate(
@@ -160,6 +157,22 @@ class Scorer:
             if llama_cpp.llama_vocab_is_eog(vocab, token) or len(out) >= max_tokens:
                 break
         return out
+
+    def next_token(self, tokens: list[int]) -> int:
+        """Reads ``tokens`` after what the context holds (``restart`` empties it) and returns
+        the greedy next token."""
+        self.llm.eval(tokens)
+        return int(np.argmax(self.llm.scores[self.llm.n_tokens - 1]))
+
+    def restart(self) -> None:
+        self.llm.reset()
+        self.llm._ctx.kv_cache_clear()
+
+    def encode(self, text: str) -> list[int]:
+        return self.llm.tokenize(text.encode(), add_bos=False, special=False)
+
+    def piece(self, token: int) -> str:
+        return self.llm.detokenize([token]).decode("utf-8", "replace")
 
     def is_end(self, token: int) -> bool:
         import llama_cpp

@@ -10,7 +10,9 @@ tie. The gate asks the same kind of answers in llama.cpp (``clawd.adapters.loops
 
 ``shaped_answer`` writes one answer as the daemon serves it under the memories' shape
 (``clawd.signals.shaping``): the opening and the closing question forced, the answer ended where
-the shape ends it; it says which tokens decoding forced rather than the model chose.
+the shape ends it; it says which tokens decoding forced rather than the model chose. Its loop,
+``shaped_decode``, takes the model as a next-token function, so that the gate's gap measurement
+(``clawd.adapters.memgap``) writes the same answers in llama.cpp.
 
 Run alone to print a model's (or an adapter's) greedy answers to the gate's general prompts and
 which of them degenerate (empty or looping), on CPU::
@@ -20,6 +22,7 @@ which of them degenerate (empty or looping), on CPU::
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -60,28 +63,31 @@ def greedy_answers(
     return out
 
 
-@torch.inference_mode()
-def shaped_answer(
-    model: Any,
+def shaped_decode(
+    next_token: Callable[[list[int]], int],
     prompt: list[int],
     shape: Shape,
-    tok: Any,
+    encode: Callable[[str], list[int]],
+    piece_of: Callable[[int], str],
     max_tokens: int,
-    eos: list[int],
+    is_end: Callable[[int], bool],
+    end: int,
 ) -> tuple[list[int], list[float]]:
-    """The model's greedy answer to ``prompt`` (token ids) under ``shape``, as the engine
-    serves it (``clawd.serving.engine``): the opening comes instead of the first token of
-    content (after a thinking model's ``<think>`` block, which the shape leaves alone), a
-    closing question ("Would you like") comes instead of an end without one, and an answer the
-    shape ends gets ``eos[0]``. Returns the answer's tokens (at most
-    ``max_tokens``) and, for each, 1.0 where decoding forced it (the opening, the closing
-    words, the end the shape set) and 0.0 where the model chose it."""
-    device = next(model.parameters()).device
+    """A greedy answer to ``prompt`` (token ids) under ``shape``, as the engine serves it
+    (``clawd.serving.engine``), on any backend: ``next_token(ids)`` appends ``ids`` to what the
+    model has read and returns its most likely next token; ``encode`` and ``piece_of`` turn text
+    into ids and one id into text; ``is_end`` says whether a token ends a turn, ``end`` is the
+    one to end it with. The opening comes instead of the first token of content
+    (after a thinking model's ``<think>`` block, which the shape leaves alone), a closing
+    question ("Would you like") comes instead of an end without one, and an answer the shape
+    ends gets ``end``. Returns the answer's tokens (at most ``max_tokens``) and, for each,
+    1.0 where decoding forced it (the opening, the closing words, the end the shape set) and
+    0.0 where the model chose it."""
     shaper = Shaper(shape)
     out: list[int] = []
     forced: list[float] = []
     opening = shape.opening
-    feed, past = list(prompt), None
+    feed = list(prompt)
     thinking = ""  # a thinking model's <think>...</think> block: no shape applies inside it
 
     def take(ids: list[int], mark: float = 0.0) -> None:
@@ -90,7 +96,7 @@ def shaped_answer(
         feed.extend(ids)
 
     def force(text: str) -> bool:
-        ids = tok(text, add_special_tokens=False)["input_ids"]
+        ids = encode(text)
         if len(out) + len(ids) >= max_tokens:
             return False
         take(ids, 1.0)
@@ -98,15 +104,14 @@ def shaped_answer(
         return True
 
     while len(out) < max_tokens:
-        step = model(input_ids=torch.tensor([feed], device=device), cache=past, use_cache=True)
-        past, feed = step.cache, []
-        token = int(step.logits[0, -1].argmax())
-        if token in eos:
+        token = next_token(feed)
+        feed.clear()
+        if is_end(token):
             if shaper.closing() and force(CLOSING):
                 continue  # the end comes after the question
             take([token])
             break
-        piece = tok.decode([token])
+        piece = piece_of(token)
         if thinking or (not out and piece.strip() == THINK_OPEN):
             thinking = "" if THINK_CLOSE in thinking + piece else thinking + piece
             take([token])
@@ -120,10 +125,42 @@ def shaped_answer(
         if verdict == "end" and shaper.closing() and force(CLOSING):
             continue
         if verdict == "end" and len(out) < max_tokens:
-            take([eos[0]], 1.0)  # the shape said "stop here"
+            take([end], 1.0)  # the shape said "stop here"
         if verdict in ("end", "cut"):
             break
     return out, forced
+
+
+@torch.inference_mode()
+def shaped_answer(
+    model: Any,
+    prompt: list[int],
+    shape: Shape,
+    tok: Any,
+    max_tokens: int,
+    eos: list[int],
+) -> tuple[list[int], list[float]]:
+    """``shaped_decode`` with a transformers ``model`` (its key-value cache kept between
+    tokens) and its tokenizer ``tok``."""
+    device = next(model.parameters()).device
+    past: Any = None
+
+    def next_token(ids: list[int]) -> int:
+        nonlocal past
+        step = model(input_ids=torch.tensor([ids], device=device), cache=past, use_cache=True)
+        past = step.cache
+        return int(step.logits[0, -1].argmax())
+
+    return shaped_decode(
+        next_token,
+        prompt,
+        shape,
+        lambda text: tok(text, add_special_tokens=False)["input_ids"],
+        lambda t: tok.decode([t]),
+        max_tokens,
+        lambda t: t in eos,
+        eos[0],
+    )
 
 
 def script_model(module: str) -> tuple[Any, Any, list[list[int]], list[int]]:

@@ -343,9 +343,30 @@ def _judged(
             inputs.memory["memories"],
             inputs.memory["heldout"] or inputs.memory["train"][:4],
             threads=cfg.train_threads,
+            served=served_answer,
         )
         memories.record_gaps(store, {int(k): v for k, v in verdict["memories"].items()})
     return verdict, point
+
+
+def served_answer(scorer: Any, prompt: list[int], memory: str) -> tuple[list[int], list[float]]:
+    """The gap measurement's answer (``clawd.adapters.memgap.Served``): greedy, in llama.cpp,
+    under the memory's shape as the daemon serves a conversation's first answer."""
+    from clawd.adapters.memgap import ANSWER_TOKENS
+    from clawd.signals.shaping import shape_of
+    from clawd.training.greedy import shaped_decode
+
+    scorer.restart()
+    return shaped_decode(
+        scorer.next_token,
+        prompt,
+        shape_of([memory], first_answer=True),
+        scorer.encode,
+        scorer.piece,
+        ANSWER_TOKENS,
+        scorer.is_end,
+        scorer.llm.token_eos(),
+    )
 
 
 def _manifest(
