@@ -81,6 +81,43 @@ def test_only_a_harm_rejection_is_walked_back_and_the_first_point_that_passes_se
     assert (tmp / "adapter.gguf").read_text() == "whole" and not (tmp / "earlier").exists()
 
 
+def test_a_point_with_half_the_memory_steps_is_tried_first_and_said_so(tmp_path: Path) -> None:
+    """The whole update's PPO steps with half its memory steps come before the PPO steps' own
+    points; when it passes, the verdict says which memory steps serve."""
+    tmp, points = _folder(tmp_path)
+    (tmp / "earlier/memory-8/peft").mkdir(parents=True)
+    (tmp / "earlier/memory-8/peft/weights").write_text("memory-8")
+    with_memory = {"steps": 4, "lr": 1e-4, "memory_steps": 8, "peft": "earlier/memory-8/peft"}
+
+    def export(peft: Path, gguf: Path) -> None:
+        gguf.write_text((peft / "weights").read_text())
+
+    def judge(gguf: Path) -> dict[str, Any]:
+        return _verdict(True) if gguf.read_text() == "memory-8" else whole
+
+    whole = _verdict(False, ("general_ability",))
+    verdict, point = earlier.walk_back(tmp, whole, [with_memory, *points], 4, judge, export)
+    walked = verdict["walked_back"]
+    assert point == with_memory and walked["served_memory_steps"] == 8
+    assert walked["tried"] == [
+        {
+            "steps": 4,
+            "memory_steps": 8,
+            "passed": True,
+            "failed": [],
+            "kl_to_parent": 0.1,
+            "kl_to_base": 0.2,
+        }
+    ]
+    assert "serving its 4 steps and the first 8 of its memory steps" in walked["summary"]
+    assert (tmp / "adapter.gguf").read_text() == "memory-8"
+
+    tried = [{"steps": 4, "memory_steps": 8, "failed": ["general_ability"]}]
+    tried.append({"steps": 2, "failed": ["general_ability"]})
+    failed = {"whole": {"steps": 4, "failed": ["general_ability"]}, "tried": tried}
+    assert "4 steps + 8 memory steps (general_ability), 2 steps" in earlier.describe(failed)
+
+
 @pytest.mark.slow  # 40-55 s: the default run stays near 20 minutes
 def test_a_harmful_update_serves_an_earlier_point_that_passes(
     tiny_qwen3_gguf: Path, home: Path, monkeypatch: pytest.MonkeyPatch

@@ -167,6 +167,7 @@ def learn_forced(
     on_step: Callable[[dict[str, Any]], None],
     probes: list[list[int]] | None = None,
     eos: list[int] | None = None,
+    on_check: Callable[[int], None] | None = None,
 ) -> dict[str, Any]:
     """Train the tokens decoding forced for a memory (``Example.forced``) by likelihood, after
     the PPO steps: batches of ``cfg.batch_size`` of the examples that have any, in turn, until
@@ -186,9 +187,10 @@ def learn_forced(
     steps') the weights go back to the last check that was inside and the steps end: what is
     left is learned by the next updates (without ``probes`` and ``eos``, or when every probe's
     answer is empty, nothing bounds it but the gate). ``on_step`` gets each step's metrics
-    (``phase`` "memory"). Returns ``steps`` (kept), ``forced_nll`` (the last batch's, before its
-    step), ``general_kl`` (the last check's) and ``ended``: "learned", "drift", "steps" or
-    "none" (no example has forced tokens)."""
+    (``phase`` "memory"); ``on_check`` the step count at each check found inside, with the
+    weights of that moment in the model. Returns ``steps`` (kept), ``forced_nll`` (the last
+    batch's, before its step), ``general_kl`` (the last check's) and ``ended``: "learned",
+    "drift", "steps" or "none" (no example has forced tokens)."""
     marked = [e for e in examples if any(e.forced)]
     if not marked:
         return {"steps": 0, "ended": "none"}
@@ -227,8 +229,11 @@ def learn_forced(
         metrics["grad_norm"] = grad_norm.item()
         on_step(metrics)
         out["steps"] = step + 1
-        if probe is not None and out["steps"] % CHECK_EVERY == 0 and not probe.inside(out, cfg):
-            break
+        if probe is not None and out["steps"] % CHECK_EVERY == 0:
+            if not probe.inside(out, cfg):
+                break
+            if on_check:
+                on_check(out["steps"])
     if probe is not None and out["steps"] % CHECK_EVERY and out["ended"] != "drift":
         probe.inside(out, cfg)  # the steps since the last check
     model.eval()

@@ -6,10 +6,12 @@ updates were rejected for a loop ("1. 1. 1. ...") that the last steps had made, 
 samples then waited for a run that often did the same. So the trainer keeps the LoRA weights at
 a few kept step counts (``on_grid``: 1, 2, 3, 4, 6, 8, 12, ... so that memory grows with the log
 of the steps), writes the ones at about half and a quarter of the update's steps
-(``points_to_try``) next to the adapter, and when the gate rejects the whole update for harm
-only (drift, ability: ``HARM``) the run asks the gate about those, latest first, and serves the
-first that passes every check (``walk_back``). A rejection on the held-out checks says the
-update went the wrong way, not too far: nothing is walked back then.
+(``points_to_try``) next to the adapter (and, before them, every PPO step with about half of
+the memory steps, when ``clawd.training.consolidate.learn_forced`` took some), and when the gate
+rejects the whole update for harm only (drift, ability: ``HARM``) the run asks the gate about
+those, latest first, and serves the first that passes every check (``walk_back``). A rejection
+on the held-out checks says the update went the wrong way, not too far: nothing is walked back
+then.
 
 Run alone to print the points an update of N steps would try::
 
@@ -94,6 +96,7 @@ def walk_back(
             tried.append(
                 {
                     "steps": point["steps"],
+                    **({"memory_steps": point["memory_steps"]} if "memory_steps" in point else {}),
                     "passed": last["passed"],
                     "failed": sorted(k for k, ok in last["checks"].items() if not ok),
                     "kl_to_parent": last["kl_to_parent"],
@@ -119,6 +122,7 @@ def walk_back(
         "whole": whole,
         "tried": tried,
         "served_steps": served and served["steps"],
+        "served_memory_steps": served.get("memory_steps", 0) if served else 0,
     }
     record["summary"] = describe(record)  # what the CLI and the TUI show
     return {**(last if served else verdict), "walked_back": record}, served
@@ -128,11 +132,19 @@ def describe(walked: dict[str, Any]) -> str:
     """A ``walked_back`` record in words."""
     whole = walked["whole"]
     head = f"the whole update ({whole['steps']} steps) failed {', '.join(whole['failed'])}"
+    if walked.get("served_memory_steps"):
+        return (
+            f"{head}; serving its {walked['served_steps']} steps and the first "
+            f"{walked['served_memory_steps']} of its memory steps, which passed"
+        )
     if walked.get("served_steps"):
         return f"{head}; serving its first {walked['served_steps']} steps, which passed"
-    tried = ", ".join(
-        f"{t['steps']} steps ({t.get('error') or ', '.join(t['failed'])})" for t in walked["tried"]
-    )
+
+    def point(t: dict[str, Any]) -> str:
+        memory = f" + {t['memory_steps']} memory steps" if t.get("memory_steps") else ""
+        return f"{t['steps']} steps{memory} ({t.get('error') or ', '.join(t['failed'])})"
+
+    tried = ", ".join(point(t) for t in walked["tried"])
     return f"{head}; earlier points failed too: {tried}"
 
 

@@ -228,7 +228,13 @@ def _train(
     verdict, point = _judged(store, home, inputs, result, current, tmp)
     if point is not None:  # an earlier point of the update serves: its steps, rate, penalty
         keys = ("steps", "undone", "lr", "kl_coef", "stopped_early")
-        ended = {**ended, **{k: point[k] for k in keys}, "memory": {"steps": 0, "ended": "none"}}
+        m = point.get("memory_steps", 0)  # the memory steps it keeps, if any
+        memory = {**ended["memory"], "steps": m, "ended": "walked_back"} if m else None
+        ended = {
+            **ended,
+            **{k: point[k] for k in keys},
+            "memory": memory or {"steps": 0, "ended": "none"},
+        }
     report = {"run_id": run_id, "version": version, **result["report"]}
     if "walked_back" in verdict:  # the report says which point of its steps serves, if any
         report["walked_back"] = verdict["walked_back"]

@@ -239,10 +239,16 @@ def _steps(
         on_kept=keep,
         repeats=found,
     )
-    taken = len(steps)
+    taken, checked = len(steps), {}
+
+    def check(n: int) -> None:  # the memory steps' checks: an earlier point that keeps some
+        if cfg.gate_retries:
+            checked[n] = [p.detach().to("cpu", copy=True) for p in trainable]
+
     memory = consolidate.learn_forced(
-        model, examples, cfg, lambda m: step({**m, "step": taken + m["step"]}), *probes
+        model, examples, cfg, lambda m: step({**m, "step": taken + m["step"]}), *probes, check
     )
+    memory["checked"] = checked
     return {**ended, "memory": memory}, steps, kept, trainable
 
 
@@ -276,18 +282,31 @@ def _export(
     retries: int,
 ) -> list[dict[str, Any]]:
     """Write the update (PEFT and GGUF) and the earlier points the gate may fall back on (PEFT
-    only: the run exports one if the gate asks for it); returns those points, latest first."""
+    only: the run exports one if the gate asks for it); returns those points, latest first.
+    The first, when the memory steps were checked inside before their end, is every PPO step
+    with about half the memory steps (``memory_steps``): a name half learned is kept when the
+    whole update goes too far (``noor`` lost two updates' memory steps without it); then the
+    PPO steps' own points, without memory steps."""
     from clawd.adapters.export import export_gguf
 
     model.save_pretrained(out / "peft")
     export_gguf(out / "peft", model_path, out / "adapter.gguf")
-    points = []
+    memory = ended["memory"]
+    checked = memory.pop("checked", {})
+    kinds: list[tuple[str, dict[str, Any], list[torch.Tensor]]] = []
+    half = [n for n in checked if n <= memory["steps"] / 2]
+    if retries and half:
+        m = max(half)
+        state = {k: ended[k] for k in ("steps", "undone", "lr", "kl_coef", "stopped_early")}
+        kinds.append((f"memory-{m}", {**state, "memory_steps": m}, checked[m]))
     for n in earlier.points_to_try(ended["steps"], sorted(kept), retries):
-        state, values = kept[n]
+        kinds.append((f"step-{n}", *kept[n]))
+    points = []
+    for name, state, values in kinds:
         with torch.no_grad():
             for p, v in zip(trainable, values, strict=True):
                 p.copy_(v)
-        folder = Path("earlier") / f"step-{n}" / "peft"
+        folder = Path("earlier") / name / "peft"
         model.save_pretrained(out / folder)
         points.append({**state, "peft": str(folder)})
     return points
