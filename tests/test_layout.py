@@ -1,7 +1,7 @@
 """The layout's rules, read from the source with ``ast``: no import cycles (between modules and
 between packages), each step of the data flow reaches only what it may (through any chain of
-imports), product code never imports tests, benchmarks or fixtures, and the README's "Files"
-section matches the tree.
+imports), product code never imports tests, benchmarks or fixtures, and the code map
+(``docs/code.md``, which the README's "Files" links) matches the tree.
 
 Every import counts, function-level and ``TYPE_CHECKING`` ones included: a cycle hidden inside a
 function is still a cycle.
@@ -204,11 +204,11 @@ def test_clawd_holds_few_modules_of_its_own() -> None:
     assert len(own) <= 8, own
 
 
-def readme_files() -> list[str]:
-    """The paths the README's "Files" section names, folders resolved by indentation."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    block = re.search(r"^## Files\n.*?^```\n(.*?)^```", text, re.S | re.M)
-    assert block, "the README has no Files section with a tree"
+def code_map() -> list[str]:
+    """The paths the code map (``docs/code.md``) names, folders resolved by indentation."""
+    text = (ROOT / "docs" / "code.md").read_text(encoding="utf-8")
+    block = re.search(r"^```\n(.*?)^```", text, re.S | re.M)
+    assert block, "docs/code.md holds no tree"
     paths, folders = [], []  # folders: the open folder at each depth
     for line in block.group(1).splitlines():
         match = re.match(r"^( *)(\S+)(\s{2,}|$)", line)
@@ -223,15 +223,15 @@ def readme_files() -> list[str]:
     return paths
 
 
-def test_every_path_the_readme_names_exists() -> None:
-    paths = readme_files()
+def test_every_path_the_code_map_names_exists() -> None:
+    paths = code_map()
     assert "clawd/serving/app.py" in paths and ".ci/run" in paths
     missing = [p for p in paths if not (ROOT / p).exists()]
-    assert not missing, f"README names paths that do not exist: {missing}"
+    assert not missing, f"docs/code.md names paths that do not exist: {missing}"
 
 
-def test_the_readme_names_every_module() -> None:
-    named = set(readme_files())
+def test_the_code_map_names_every_module() -> None:
+    named = set(code_map())
     unnamed = [
         str(path.relative_to(ROOT))
         for package in ("clawd", "bench", "fixtures")
@@ -239,4 +239,4 @@ def test_the_readme_names_every_module() -> None:
         if path.name not in ("__init__.py", "__main__.py")
         and str(path.relative_to(ROOT)) not in named
     ]
-    assert not unnamed, f"modules missing from the README's Files section: {unnamed}"
+    assert not unnamed, f"modules missing from docs/code.md: {unnamed}"
