@@ -7,13 +7,14 @@ memory's shape when the caller passes ``served``: the name opening it, the end a
 sets, a closing question), and along that answer the gap is the mean per token of
 
 - KL(M with m || M without m) of the next-token distributions, where M chose the token;
-- -log P(token | M without m), where decoding forced it (with m, its probability is 1).
+- -log P(token | M without m), where decoding forced it (with m, its probability is 1),
 
-averaged over the prompts. The base model's gap is what the memory does to an untrained model;
-an adapter that has learned the memory answers without it as it is served with it, and its gap
-falls toward 0. Along an unshaped answer a learned name could never close the gap: the adapter
-opens with "Noor," where the unshaped answer with the memory does not (docs/experiments.md,
-"2026-12-07: the gap along the answer as served").
+over all the answers' tokens (a short answer weighs as few tokens, not as a whole answer: its
+forced name would otherwise count as much as in a long one). The base model's gap is what the
+memory does to an untrained model; an adapter that has learned the memory answers without it as
+it is served with it, and its gap falls toward 0. Along an unshaped answer a learned name could
+never close the gap: the adapter opens with "Noor," where the unshaped answer with the memory
+does not (docs/experiments.md, "2026-12-06: the gap along the answer as served").
 
 A memory is **closed** by an adapter when its gap is at most ``CLOSED`` of the base model's
 (``closed``); the daemon then takes it out of the prompt while that adapter serves
@@ -63,7 +64,7 @@ def _gap(
     prompts: list[list[dict[str, Any]]],
     served: Served,
 ) -> float:
-    gaps = []
+    nats, tokens = 0.0, 0
     block, _, _ = memories.system_block([{"id": 0, "text": memory}], len, 1 << 30)
     for p in prompts:
         plain = tokenize(render(p))
@@ -75,8 +76,9 @@ def _gap(
         without = scorer.log_softmax(plain + answer, len(plain) - 1)[:-1]
         kl = (np.exp(with_m) * (with_m - without)).sum(-1)  # (T,)
         cost = -without[np.arange(len(answer)), answer]  # (T,)
-        gaps.append(float(np.where(np.array(forced) > 0, cost, kl).mean()))
-    return float(np.mean(gaps)) if gaps else float("nan")
+        nats += float(np.where(np.array(forced) > 0, cost, kl).sum())
+        tokens += len(answer)
+    return nats / tokens if tokens else float("nan")
 
 
 def measure(
