@@ -76,6 +76,20 @@ def test_a_sentence_limit_ends_at_a_sentence_end_never_at_a_number_or_in_code() 
     assert feed(Shaper(Shape(limit=3, unit="sentences")), listed)[1].endswith("Eat.")
 
 
+def test_the_opening_on_a_line_of_its_own_is_no_sentence() -> None:
+    """ "Sam," and a new line open the answer; a one-sentence limit ends after the sentence
+    that follows, not after the name (which served "Sam,\n" and nothing else)."""
+    shaper = Shaper(Shape(opening="Sam,", limit=1, unit="sentences"))
+    shaper.forced("Sam,")
+    pieces = ["\n", "I", "'m", " glad", " you", " asked", ".", " Tea", " is", " easy", "."]
+    assert feed(shaper, pieces) == ("end", "Sam,\nI'm glad you asked.")
+    hello = Shaper(Shape(limit=1, unit="sentences"))
+    assert feed(hello, ["Hi", " Ana", ",", "\n", "Yes", ".", " No", "."]) == (
+        "end",
+        "Hi Ana,\nYes.",
+    )
+
+
 def test_a_word_limit_ends_before_a_sentence_that_would_pass_it_or_cuts_at_it() -> None:
     shaper = Shaper(Shape(limit=18, unit="words"))
     words = "One two three four five six seven eight nine ten. Eleven twelve thirteen".split()

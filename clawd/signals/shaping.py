@@ -250,14 +250,19 @@ class Shaper:
 
     def _sentence_ended(self, before: str) -> bool:
         """Whether the content just ended a sentence (or a line that has words, did not end
-        one already and does not introduce what follows)."""
+        one already and does not introduce what follows: no ":", "," or ";" at its end)."""
         text = self.text.rstrip(" \t")
         if text.endswith("\n"):
             if before.endswith("\n") or "\n" in before[len(before.rstrip()) :]:
                 return False
             line = before.rsplit("\n", 1)[-1].rstrip()
-            # a line that introduces what follows ("Here is the code:") ends nothing
-            return bool(re.search(r"\w", line)) and not _is_end(line) and not line.endswith(":")
+            # a line that introduces what follows ("Here is the code:", the opening "Ana,", a
+            # greeting "Hi Sam,") ends nothing
+            return (
+                bool(re.search(r"\w", line))
+                and not _is_end(line)
+                and not line.endswith((":", ",", ";"))
+            )
         return _is_end(text)
 
     def closing(self) -> bool:
