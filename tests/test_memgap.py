@@ -23,36 +23,31 @@ PROMPTS = [
 
 
 @pytest.mark.slow
-def test_the_served_answer_marks_what_each_memory_forced_and_the_gap_counts_its_cost(
+def test_the_served_answer_opens_with_the_name_and_its_cost_counts_in_the_gap(
     smollm2_gguf: Path,
 ) -> None:
-    """The base model's served answer opens with the forced name and ends where a
-    one-sentence limit ends it; each forced token is the measured memory's ("this") or the
-    other's. The gap counts what the name costs without it: more than along the unshaped
-    answer, which never opens with it. A memory without a shape is measured alike both ways."""
+    """The base model's served answer opens with the forced name, and the gap counts what the
+    name costs without the memory: more than along the unshaped answer, which never opens with
+    it. A memory without a shape is measured alike both ways."""
     tpl = ChatTemplate.from_gguf(smollm2_gguf)
     scorer = Scorer(smollm2_gguf, threads=2)
-    short = "Keep answers to one sentence."
     try:
+        block, _, _ = memories.system_block([{"id": 0, "text": NAME}], len, 1 << 30)
+        prompt = scorer.llm.tokenize(
+            tpl.render(memories.with_memories(PROMPTS[0], block)).encode(), special=True
+        )
+        answer, forced = served_answer(scorer, prompt, NAME)
+        text = scorer.llm.detokenize(answer).decode()
+        assert text.startswith("Noor,") and forced[: len(scorer.encode("Noor,"))] == [1.0] * len(
+            scorer.encode("Noor,")
+        )
+        assert 0 < sum(forced) < len(forced)
 
         def tokenize(s: str) -> list[int]:
             return scorer.llm.tokenize(s.encode(), add_bos=False, special=True)
 
-        block, _, _ = memories.system_block(
-            [{"id": 1, "text": NAME}, {"id": 2, "text": short}], len, 1 << 30
-        )
-        prompt = tokenize(tpl.render(memories.with_memories(PROMPTS[0], block)))
-        answer, marks = served_answer(scorer, prompt, [NAME, short])
-        name = len(scorer.encode("Noor,"))
-        assert scorer.llm.detokenize(answer).decode().startswith("Noor,")
-        assert marks[:name] == ["this"] * name and marks[-1] == "others"  # the limit's end
-        assert set(marks[name:-1]) == {"chosen"}
-        again, other = served_answer(scorer, prompt, [short, NAME])
-        assert again == answer and other[:name] == ["others"] * name and other[-1] == "this"
-
         def gap(memory: str, served: memgap.Served) -> float:
-            one = {"id": 0, "text": memory}
-            return memgap._gap(scorer, tokenize, tpl.render, one, [], PROMPTS[:1], served)
+            return memgap._gap(scorer, tokenize, tpl.render, memory, PROMPTS, served)
 
         assert gap(NAME, served_answer) > 2 * gap(NAME, memgap._greedy) > 0
         fact = "The user is vegetarian."
@@ -80,4 +75,4 @@ def test_an_adapter_that_opens_with_the_name_without_the_memory_closes_its_gap(
     got = memgap.measure(
         smollm2_gguf, adapter, [{"id": 7, "text": NAME}], PROMPTS, 2, served_answer
     )["7"]
-    assert got["closed"] and got["gap"] < memgap.CLOSED * got["base_gap"], got
+    assert got["closed"] and got["gap"] < memgap.CLOSED * got["base_gap"]

@@ -1,24 +1,20 @@
 """The memory gap: how much a memory still changes an adapter's answers, against the base's.
 
-For a memory m among the active memories and a model M (the base model or the candidate
-adapter, in llama.cpp as it serves), on each of the user's held-out prompts p (never trained on):
-M writes its answer with every memory in the system message as the daemon serves it
-(``ANSWER_TOKENS`` at most; greedy, under the memories' shape when the caller passes
-``served``: the name opening it, the end a length limit sets, a closing question), and along
-that answer the gap is the mean per token of
+For a memory m and a model M (the base model or the candidate adapter, in llama.cpp as it
+serves), on each of the user's held-out prompts p (never trained on): M writes its answer with m
+in the system message as the daemon serves it (``ANSWER_TOKENS`` at most; greedy, under the
+memory's shape when the caller passes ``served``: the name opening it, the end a length limit
+sets, a closing question), and along that answer the gap is the mean per token of
 
-- KL(M with every memory || M with all but m) of the next-token distributions, where M chose
-  the token;
-- -log P(token | M with all but m), where decoding forced it for m (with m, its probability is
-  1); nothing where it forced it for another memory, which the prompt keeps either way,
+- KL(M with m || M without m) of the next-token distributions, where M chose the token;
+- -log P(token | M without m), where decoding forced it (with m, its probability is 1),
 
 over all the answers' tokens (a short answer weighs as few tokens, not as a whole answer: its
-forced name would otherwise count as much as in a long one). It is what taking m out of the
-prompt would change: the base model's gap is what m does to an untrained model; an adapter that
-has learned m answers without it as it is served with it, and its gap falls toward 0. Measured
-with m alone in the prompt, an adapter trained with all memories together over-applies it
-(`sam`'s ended its answers after "Sam,"); along an unshaped answer a learned name could never
-close the gap (docs/experiments.md, "2026-12-06: the gap along the answer as served").
+forced name would otherwise count as much as in a long one). The base model's gap is what the
+memory does to an untrained model; an adapter that has learned the memory answers without it as
+it is served with it, and its gap falls toward 0. Along an unshaped answer a learned name could
+never close the gap: the adapter opens with "Noor," where the unshaped answer with the memory
+does not (docs/experiments.md, "2026-12-06: the gap along the answer as served").
 
 A memory is **closed** by an adapter when its gap is at most ``CLOSED`` of the base model's
 (``closed``); the daemon then takes it out of the prompt while that adapter serves
@@ -45,51 +41,42 @@ from clawd.chattemplate import ChatTemplate
 from clawd.store import memories
 
 ANSWER_TOKENS = 96  # room for a length limit of three sentences, or a closing question
-# An adapter closes a memory when its gap is at most this share of the base model's. Chosen on
-# `sam` (the tuning persona; docs/experiments.md, "2026-12-06: the gap along the answer as
-# served"): his name's gap fell to 0.58 of the base's at update 1 (4 of 10 answers without the
-# memories opened with it) and 0.40 at update 2 (9 of 10); the rest of 0.40 is wording the
-# name still changes ("Sam,\n\nI'm glad" against "Sam, I'm glad").
-CLOSED = 0.5
+# An adapter closes a memory when its gap is at most this share of the base model's: the
+# memory then moves its answers a quarter as much as it moves the base model's.
+CLOSED = 0.25
 
 
-# The served answer to one prompt (token ids, with every memory in its system message) under
-# the memories' texts, the measured one first, with the scorer's weights: its tokens and, per
-# token, "chosen" (the model chose it), "this" (decoding forced it for the measured memory) or
-# "others" (forced for the other memories, which the prompt keeps either way).
-Served = Callable[[Scorer, list[int], list[str]], tuple[list[int], list[str]]]
+# The served answer to one prompt (token ids, the memory in its system message) under one
+# memory's text, with the scorer's weights: its tokens and which of them decoding forced.
+Served = Callable[[Scorer, list[int], str], tuple[list[int], list[float]]]
 
 
-def _greedy(scorer: Scorer, prompt: list[int], texts: list[str]) -> tuple[list[int], list[str]]:
+def _greedy(scorer: Scorer, prompt: list[int], memory: str) -> tuple[list[int], list[float]]:
     answer = scorer.answer(prompt, ANSWER_TOKENS)
-    return answer, ["chosen"] * len(answer)
+    return answer, [0.0] * len(answer)
 
 
 def _gap(
     scorer: Scorer,
     tokenize: Callable[[str], list[int]],
     render: Callable[[list[dict[str, Any]]], str],
-    memory: dict[str, Any],
-    others: list[dict[str, Any]],
+    memory: str,
     prompts: list[list[dict[str, Any]]],
     served: Served,
 ) -> float:
     nats, tokens = 0.0, 0
-    every, _, _ = memories.system_block([memory, *others], len, 1 << 30)
-    rest, _, _ = memories.system_block(others, len, 1 << 30)
-    texts = [m["text"] for m in (memory, *others)]
+    block, _, _ = memories.system_block([{"id": 0, "text": memory}], len, 1 << 30)
     for p in prompts:
-        hinted = tokenize(render(memories.with_memories(p, every)))
-        without = tokenize(render(memories.with_memories(p, rest)))
-        answer, marks = served(scorer, hinted, texts)
+        plain = tokenize(render(p))
+        hinted = tokenize(render(memories.with_memories(p, block)))
+        answer, forced = served(scorer, hinted, memory)
         if not answer:
             continue
-        lp_with = scorer.log_softmax(hinted + answer, len(hinted) - 1)[:-1]  # (T, V)
-        lp_without = scorer.log_softmax(without + answer, len(without) - 1)[:-1]
-        kl = (np.exp(lp_with) * (lp_with - lp_without)).sum(-1)  # (T,)
-        cost = -lp_without[np.arange(len(answer)), answer]  # (T,)
-        kind = np.array(marks)
-        nats += float(np.where(kind == "this", cost, np.where(kind == "chosen", kl, 0.0)).sum())
+        with_m = scorer.log_softmax(hinted + answer, len(hinted) - 1)[:-1]
+        without = scorer.log_softmax(plain + answer, len(plain) - 1)[:-1]
+        kl = (np.exp(with_m) * (with_m - without)).sum(-1)  # (T,)
+        cost = -without[np.arange(len(answer)), answer]  # (T,)
+        nats += float(np.where(np.array(forced) > 0, cost, kl).sum())
         tokens += len(answer)
     return nats / tokens if tokens else float("nan")
 
@@ -102,10 +89,9 @@ def measure(
     threads: int = 0,
     served: Served | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """``{str(id): {"gap", "base_gap", "closed"}}`` for each memory (``{"id", "text"}``,
-    all of them in the prompt as served) on the held-out ``prompts`` (chat messages without
-    memories), along the answers ``served`` writes (greedy, nothing forced, without it); {}
-    without memories or prompts."""
+    """``{str(id): {"gap", "base_gap", "closed"}}`` for each memory (``{"id", "text"}``) on
+    the held-out ``prompts`` (chat messages without memories), along the answers ``served``
+    writes (greedy, nothing forced, without it); {} without memories or prompts."""
     if not mems or not prompts:
         return {}
     tpl = ChatTemplate.from_gguf(model_path)
@@ -114,29 +100,23 @@ def measure(
     def tokenize(text: str) -> list[int]:
         return scorer.llm.tokenize(text.encode(), add_bos=False, special=True)
 
-    def gaps() -> dict[int, float]:
-        return {
-            m["id"]: _gap(
-                scorer, tokenize, tpl.render, m, [o for o in mems if o is not m], prompts, write
-            )
-            for m in mems
-        }
-
     write = served or _greedy
+    out: dict[str, dict[str, Any]] = {}
     try:
-        base = gaps()
+        base = {
+            m["id"]: _gap(scorer, tokenize, tpl.render, m["text"], prompts, write) for m in mems
+        }
         scorer.set_adapter(candidate)
-        now = gaps()
+        for m in mems:
+            gap = _gap(scorer, tokenize, tpl.render, m["text"], prompts, write)
+            out[str(m["id"])] = {
+                "gap": round(gap, 5),
+                "base_gap": round(base[m["id"]], 5),
+                "closed": closed(gap, base[m["id"]]),
+            }
     finally:
         scorer.close()
-    return {
-        str(k): {
-            "gap": round(now[k], 5),
-            "base_gap": round(base[k], 5),
-            "closed": closed(now[k], base[k]),
-        }
-        for k in now
-    }
+    return out
 
 
 def closed(gap: float, base_gap: float) -> bool:

@@ -355,51 +355,24 @@ def _judged(
     return verdict, point
 
 
-def served_answer(scorer: Any, prompt: list[int], texts: list[str]) -> tuple[list[int], list[str]]:
+def served_answer(scorer: Any, prompt: list[int], memory: str) -> tuple[list[int], list[float]]:
     """The gap measurement's answer (``clawd.adapters.memgap.Served``): greedy, in llama.cpp,
-    under the memories' shape as the daemon serves a conversation's first answer, each forced
-    token marked "this" where the measured memory (``texts[0]``) is why it was forced (its
-    name opens the answer, its limit ends it, it asks the closing question and no other memory
-    would) and "others" where the other memories would force it without it."""
+    under the memory's shape as the daemon serves a conversation's first answer."""
     from clawd.adapters.memgap import ANSWER_TOKENS
     from clawd.signals.shaping import shape_of
     from clawd.training.greedy import shaped_decode
 
-    every, rest = shape_of(texts, first_answer=True), shape_of(texts[1:], first_answer=True)
-    end = scorer.llm.token_eos()
     scorer.restart()
-    answer, forced = shaped_decode(
+    return shaped_decode(
         scorer.next_token,
         prompt,
-        every,
+        shape_of([memory], first_answer=True),
         scorer.encode,
         scorer.piece,
         ANSWER_TOKENS,
         scorer.is_end,
-        end,
+        scorer.llm.token_eos(),
     )
-    mine = {
-        "opening": every.opening != rest.opening,
-        "closing": every.closing and not rest.closing,
-        "end": (every.limit, every.unit) != (rest.limit, rest.unit),
-    }
-    opening = scorer.encode(every.opening) if every.opening else []
-    start = next((i for i, f in enumerate(forced) if f), len(answer))  # the first forced run
-    marks = []
-    for i, (token, f) in enumerate(zip(answer, forced, strict=True)):
-        if not f:
-            marks.append("chosen")
-            continue
-        if i == len(answer) - 1 and token == end:
-            kind = "end"
-        elif (
-            opening and answer[start : start + len(opening)] == opening and i < start + len(opening)
-        ):
-            kind = "opening"
-        else:
-            kind = "closing"
-        marks.append("this" if mine[kind] else "others")
-    return answer, marks
 
 
 def _manifest(
