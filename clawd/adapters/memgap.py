@@ -14,7 +14,12 @@ forced name would otherwise count as much as in a long one). The base model's ga
 memory does to an untrained model; an adapter that has learned the memory answers without it as
 it is served with it, and its gap falls toward 0. Along an unshaped answer a learned name could
 never close the gap: the adapter opens with "Noor," where the unshaped answer with the memory
-does not (docs/experiments.md, "2026-12-06: the gap along the answer as served").
+does not. Along the served answer it does not close on the default model either: an adapter
+trained with all the memories together, given one alone, over-applies it (`sam`'s ended its
+answers after "Sam,"); measured against all the other memories instead, it closed "tl;dr" a
+night before the weights were brief without the memories, and the answers lost their content.
+So, measured here, a memory stays in the prompt (docs/experiments.md, "2026-12-06: the gap
+along the answer as served").
 
 A memory is **closed** by an adapter when its gap is at most ``CLOSED`` of the base model's
 (``closed``); the daemon then takes it out of the prompt while that adapter serves
