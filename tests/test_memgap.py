@@ -1,5 +1,5 @@
 """The memory gap (``clawd/adapters/memgap.py``) on the real SmolLM2, along the answers as the
-daemon serves them (``clawd.training.train.served_answer``). Both run with the slow tests (20 s
+daemon serves them (``clawd.training.verdict.served_answer``). Both run with the slow tests (20 s
 and 55 s)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from clawd.adapters import memgap
 from clawd.adapters.gate import Scorer
 from clawd.chattemplate import ChatTemplate
 from clawd.store import memories
-from clawd.training.train import served_answer
+from clawd.training.verdict import served_answer
 from fixtures.adapterkit import fit_answer
 
 NAME = "Address the user as Noor."

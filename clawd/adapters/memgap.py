@@ -27,7 +27,7 @@ A memory is **closed** by an adapter when its gap is at most ``CLOSED`` of the b
 not decide the verdict.
 
 Run alone on a memory text and prompts (along greedy answers: the shape comes from the caller,
-``clawd.training.train``)::
+``clawd.training.verdict``)::
 
     python -m clawd.adapters.memgap BASE.gguf ADAPTER.gguf "Address the user as Ana." "Hi!" "Why?"
 """

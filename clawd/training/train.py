@@ -47,12 +47,12 @@ from clawd.adapters import registry
 from clawd.config import Settings, clawd_home, load_settings, private_state
 from clawd.models import resolve, sha256_file
 from clawd.signals.waiting import next_run
-from clawd.store import memories
 from clawd.store.db import Store
 from clawd.training import consolidate, ppo
 from clawd.training.config import TrainConfig
 from clawd.training.report import step_line
 from clawd.training.update import Cancelled, TooLong, TrainingError, UpdateInputs, update
+from clawd.training.verdict import verdict_on
 
 log = logging.getLogger("clawd.train")
 Progress = Callable[[int, int, dict[str, float]], None]
@@ -225,7 +225,7 @@ def _train(
     ended, trained_ids = result["ended"], result["trained"]
     version = time.strftime("%Y%m%d-%H%M%S") + f"-r{run_id}"
     gate_started = time.monotonic()
-    verdict, point = _judged(store, home, inputs, result, current, tmp)
+    verdict, point = verdict_on(store, home, inputs, result, current, tmp)
     if point is not None:  # an earlier point of the update serves: its steps, rate, penalty
         keys = ("steps", "undone", "lr", "kl_coef", "stopped_early")
         m = point.get("memory_steps", 0)  # the memory steps it keeps, if any
@@ -297,82 +297,6 @@ def _updated(
     # connecting, shipping the model, waiting for a worker and bringing the files back
     worker["ray"] = round(max(0.0, time.monotonic() - submitted - sum(worker.values())), 1)
     return result
-
-
-def _judged(
-    store: Store,
-    home: Path,
-    inputs: UpdateInputs,
-    result: dict[str, Any],
-    current: dict[str, Any] | None,
-    tmp: Path,
-) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    """The gate's verdict on the update (or on the earlier point of it that serves, which the
-    second value names), with each memory's gap when it passed."""
-    from clawd.adapters import gate
-    from clawd.adapters.export import export_gguf
-    from clawd.training import earlier
-
-    cfg, model_path = inputs.cfg, inputs.model_path
-    heldout = [gate.HeldOut(**h) for h in result["heldout"]]
-
-    def judge(candidate: Path) -> dict[str, Any]:
-        return gate.evaluate(
-            model_path,
-            candidate,
-            Path(current["path"]) / "adapter.gguf" if current else None,
-            heldout,
-            result["general"],
-            result["own_prompts"],
-            max_kl=cfg.gate_max_kl,
-            step_kl=cfg.gate_step_kl,
-            ability_alpha=cfg.gate_ability_alpha,
-            loop_samples=cfg.gate_loop_samples,
-            cache=home / "cache" / f"gate-{inputs.digest[:16]}.json",
-            threads=cfg.train_threads,
-        )
-
-    verdict, point = earlier.walk_back(
-        tmp,
-        judge(tmp / "adapter.gguf"),
-        result.get("earlier", []),
-        result["ended"]["steps"],
-        judge,
-        lambda peft, gguf: export_gguf(peft, model_path, gguf),
-    )
-    if verdict["passed"] and inputs.memory:  # how far the adapter has learned each memory
-        from clawd.adapters import memgap
-
-        verdict["memories"] = memgap.measure(
-            model_path,
-            tmp / "adapter.gguf",
-            inputs.memory["memories"],
-            inputs.memory["heldout"] or inputs.memory["train"][:4],
-            threads=cfg.train_threads,
-            served=served_answer,
-        )
-        memories.record_gaps(store, {int(k): v for k, v in verdict["memories"].items()})
-    return verdict, point
-
-
-def served_answer(scorer: Any, prompt: list[int], memory: str) -> tuple[list[int], list[float]]:
-    """The gap measurement's answer (``clawd.adapters.memgap.Served``): greedy, in llama.cpp,
-    under the memory's shape as the daemon serves a conversation's first answer."""
-    from clawd.adapters.memgap import ANSWER_TOKENS
-    from clawd.signals.shaping import shape_of
-    from clawd.training.greedy import shaped_decode
-
-    scorer.restart()
-    return shaped_decode(
-        scorer.next_token,
-        prompt,
-        shape_of([memory], first_answer=True),
-        scorer.encode,
-        scorer.piece,
-        ANSWER_TOKENS,
-        scorer.is_end,
-        scorer.llm.token_eos(),
-    )
 
 
 def _manifest(
