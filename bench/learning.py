@@ -5,8 +5,9 @@ K interactions through the REST API (the simulated user asks, reads the answer, 
 way a person would: a complaint in its own words, thanks, or moving on) -> the daemon's own
 signal job turns the replies into signals and samples -> ``POST /v1/train`` -> the promotion
 gate and hot-load -> evaluation: greedy answers to held-out prompts, scored by the persona's
-checkers (compliance in [0, 1]). Drift is the gate's KL to the base model on fixed general
-conversations.
+checkers (compliance in [0, 1]). The prompts scored are the held-out set
+(``bench.personas.HELDOUT_PROMPTS``; ``--prompts tuning``: the set choices are made on).
+Drift is the gate's KL to the base model on fixed general conversations.
 
 Methods: ``rl`` (binary reward only), ``opd`` (hint distillation only), ``combined`` (both;
 hint appended to the user message), ``combined-system`` (hint as a system message), all with
@@ -164,6 +165,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--interactions", type=int, help="K conversations per update")
     p.add_argument("--lr", type=float, dest="train_lr", help="training learning rate")
     p.add_argument(
+        "--prompts",
+        choices=("heldout", "tuning"),
+        help="the prompts scored: held out (headline numbers) or the tuning set (choices); "
+        "default: the configuration's",
+    )
+    p.add_argument("--eval-prompts", type=int, help="how many of them are scored")
+    p.add_argument(
         "--bypass-gate",
         action="store_true",
         help="serve adapters the promotion gate rejected (measures the learner alone)",
@@ -197,7 +205,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     for name in ("personas", "methods"):
         if getattr(args, name):
             cfg = replace(cfg, **{name: getattr(args, name).split(",")})
-    for name in ("updates", "interactions", "train_lr"):
+    for name in ("updates", "interactions", "train_lr", "prompts", "eval_prompts"):
         if getattr(args, name):
             cfg = replace(cfg, **{name: getattr(args, name)})
     if args.bypass_gate:
@@ -211,6 +219,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         cfg = replace(cfg, settings={**cfg.settings, **dict(x.split("=", 1) for x in args.set)})
     if unknown := {*cfg.personas} - {*personas} | {*cfg.methods} - {*METHODS}:
         p.error(f"unknown persona or method: {', '.join(sorted(unknown))}")
+    for name in cfg.personas:
+        user = personas[name]
+        pool = user.tuning_prompts if cfg.prompts == "tuning" else user.eval_prompts
+        if not 1 <= cfg.eval_prompts <= len(pool):
+            p.error(f"--eval-prompts: {name} has {len(pool)} {cfg.prompts} prompts")
     model = resolve(args.model, clawd_home())
     cache = clawd_home() / "cache"  # the torch conversion of the model, shared with the user's
     cache.mkdir(parents=True, exist_ok=True)

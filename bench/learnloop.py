@@ -145,7 +145,10 @@ class Loop:
         and with ``X-Clawd-Memory: 0`` (what the weights alone do: what consolidation made
         stick)."""
         scores, examples, weights, plain = [], [], [], []
-        for prompt in self.persona.eval_prompts[: self.cfg.eval_prompts]:
+        pool = self.persona.eval_prompts
+        if self.cfg.prompts == "tuning":
+            pool = self.persona.tuning_prompts
+        for prompt in pool[: self.cfg.eval_prompts]:
             for memory, into in (("1", scores), ("0", weights)):
                 a = self.chat(
                     [{"role": "user", "content": prompt}],

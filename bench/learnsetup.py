@@ -47,7 +47,8 @@ class Config:
     methods: list[str]
     updates: int
     interactions: int = 8  # K per update
-    eval_prompts: int = 6
+    eval_prompts: int = 6  # how many of the prompt set below are scored
+    prompts: str = "heldout"  # "heldout" (headline numbers) or "tuning" (choices)
     seeds: list[int] = field(default_factory=lambda: [0])
     answer_tokens: int = 96
     temperature: float = 0.8
@@ -70,6 +71,7 @@ CONFIGS = {
         interactions=6,
         eval_prompts=5,
         judge_votes=1,
+        prompts="tuning",  # for choosing between methods
     ),
     "full": Config(list(PERSONAS), list(METHODS), 8, eval_prompts=12, seeds=[0, 1]),
     # The learner's claim, re-checkable in under 30 minutes: brief with oracle signals and the
@@ -79,7 +81,7 @@ CONFIGS = {
         ["oracle"],
         5,
         interactions=6,
-        eval_prompts=5,
+        eval_prompts=20,  # every held-out prompt
         train_lr=1e-4,  # the daemon's defaults: many small steps inside the trust region
         train_epochs=6,
     ),

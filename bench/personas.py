@@ -56,7 +56,12 @@ INTERACTION_PROMPTS = (
     "How do bees make honey?",
     "How can I focus better when I study?",
 )
-EVAL_PROMPTS = (
+# Evaluation prompts, split once (2026-12-07) by a fixed rule: every prompt any run had scored
+# before the split (the first 12 below; every default was chosen on the first 5) and the next 8,
+# written with them, are the tuning set; the 20 after them, written the same day before any run
+# scored them, are the held-out set. Choices are made on TUNING_PROMPTS; headline numbers come
+# from HELDOUT_PROMPTS only (``bench.learning --prompts heldout``, the default).
+TUNING_PROMPTS = (
     "How do I make a cup of tea?",
     "What is the moon made of?",
     "How can I be more productive in the morning?",
@@ -69,7 +74,39 @@ EVAL_PROMPTS = (
     "How can I drink more water every day?",
     "Why do leaves change colour in autumn?",
     "How do I start a vegetable garden?",
+    "How do I keep bread from going stale?",
+    "What is the difference between a lake and a pond?",
+    "How do I choose a good password?",
+    "Why do dogs wag their tails?",
+    "How do I iron a shirt?",
+    "What is a mortgage?",
+    "How do magnets work?",
+    "How do I get rid of ants in the house?",
 )
+HELDOUT_PROMPTS = (
+    "How do I remove a splinter?",
+    "What is the difference between a frog and a toad?",
+    "How does a touchscreen work?",
+    "What should I do if my phone gets wet?",
+    "How can I remember names better?",
+    "Why do we yawn?",
+    "How do I plan a road trip?",
+    "What is a glacier?",
+    "How do I unclog a sink?",
+    "What are the benefits of walking every day?",
+    "How does a dishwasher clean dishes?",
+    "What is the best way to learn to draw?",
+    "How do I sharpen a kitchen knife?",
+    "Why do we dream?",
+    "How do I write a thank-you note?",
+    "What is an allergy?",
+    "How do I keep my laptop battery healthy?",
+    "What makes a good cover letter?",
+    "How do I calm down before a presentation?",
+    "How do hot air balloons fly?",
+)
+EVAL_PROMPTS = TUNING_PROMPTS + HELDOUT_PROMPTS
+assert len(set(EVAL_PROMPTS)) == len(EVAL_PROMPTS) == 40, "40 distinct evaluation prompts"
 assert not set(INTERACTION_PROMPTS) & set(EVAL_PROMPTS), "eval prompts must be held out"
 
 
@@ -151,7 +188,8 @@ class Persona:
     preferences: tuple[Preference, ...]
     thanks: tuple[str, ...] = ("Thanks!", "Great, thank you.", "Perfect, that helps.", "ok thanks")
     prompts: tuple[str, ...] = INTERACTION_PROMPTS  # what this user asks
-    eval_prompts: tuple[str, ...] = EVAL_PROMPTS  # held out: what the learning bench scores
+    eval_prompts: tuple[str, ...] = HELDOUT_PROMPTS  # what headline numbers are scored on
+    tuning_prompts: tuple[str, ...] = TUNING_PROMPTS  # what choices are made on
 
     def violated(self, text: str) -> list[Preference]:
         return [p for p in self.preferences if not p.check(text)]

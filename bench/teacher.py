@@ -4,7 +4,7 @@ Distillation (the OPD term) moves the student toward what the same
 model writes with the hint in its context, and the RL term toward what the student's own sampled
 answers already get right. A preference that neither shows leaves the learner little to move
 toward, however it trains. This measures both on the served model (llama.cpp, the learning
-bench's evaluation: held-out prompts, at most 96 tokens):
+bench's evaluation, on its tuning prompts: this decides what to try; at most 96 tokens):
 
 - plain: the base model's greedy answer, and ``--samples`` sampled ones (what RL can find);
 - hinted: the greedy answer with the persona's rules as the oracle hint, placed in the last user
@@ -15,7 +15,7 @@ For each persona it prints the mean compliance (the share of its preferences met
 of prompts where some sampled answer meets every preference. Plain answers do not depend on the
 persona, so they are generated once per prompt and scored against each. Run alone::
 
-    python -m bench.teacher                              # 6 personas, 12 held-out prompts
+    python -m bench.teacher                              # 6 personas, the 20 tuning prompts
     python -m bench.teacher --personas sam,curious --samples 8 --out bench/results/teacher.json
 """
 
@@ -27,7 +27,7 @@ import statistics
 import time
 from pathlib import Path
 
-from bench.personas import EVAL_PROMPTS, PERSONAS, Persona
+from bench.personas import PERSONAS, TUNING_PROMPTS, Persona
 from clawd.chattemplate import teacher_messages
 from clawd.config import load_settings
 from clawd.models import resolve
@@ -140,7 +140,7 @@ HEADER = (
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--personas", default=",".join(PERSONAS), help="comma-separated (default: all)")
-    ap.add_argument("--prompts", type=int, default=len(EVAL_PROMPTS), help="held-out prompts used")
+    ap.add_argument("--prompts", type=int, default=12, help="tuning prompts used")
     ap.add_argument("--samples", type=int, default=4, help="sampled answers per prompt and context")
     ap.add_argument(
         "--temperature", type=float, default=0.8, help="as the learning bench's users see"
@@ -155,8 +155,8 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [p for p in personas if p not in PERSONAS]
     if unknown:
         ap.error(f"--personas: unknown {unknown}; known: {', '.join(PERSONAS)}")
-    if not 1 <= args.prompts <= len(EVAL_PROMPTS):
-        ap.error(f"--prompts must be 1..{len(EVAL_PROMPTS)}")
+    if not 1 <= args.prompts <= len(TUNING_PROMPTS):
+        ap.error(f"--prompts must be 1..{len(TUNING_PROMPTS)}")
     if args.samples < 0:
         ap.error("--samples must be >= 0")
     settings = load_settings()
@@ -164,13 +164,13 @@ def main(argv: list[str] | None = None) -> int:
     engine = Engine(model, n_ctx=settings.n_ctx, n_threads=settings.n_threads)
     engine.load()
     t0 = time.monotonic()
-    print(f"model {model.name}, {args.prompts} held-out prompts, {args.samples} samples each")
+    print(f"model {model.name}, {args.prompts} tuning prompts, {args.samples} samples each")
     print(HEADER, flush=True)
     try:
         rows = measure(
             engine,
             personas,
-            EVAL_PROMPTS[: args.prompts],
+            TUNING_PROMPTS[: args.prompts],
             args.samples,
             args.temperature,
             args.seed,

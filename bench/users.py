@@ -110,7 +110,10 @@ def parse(data: Any, source: str = "users file") -> dict[str, Persona]:
             check = checker(spec, at)
             prefs.append(Preference(_need(spec, "name", str, at), check, rule, complaints))
         extra = {"thanks": _strings(u, "thanks", where)} if "thanks" in u else {}
-        users[name] = Persona(name, tuple(prefs), prompts=asks, eval_prompts=held, **extra)
+        # a file's users are scored on their own held-out prompts; nothing is tuned on them
+        users[name] = Persona(
+            name, tuple(prefs), prompts=asks, eval_prompts=held, tuning_prompts=(), **extra
+        )
     return users
 
 
