@@ -3,6 +3,7 @@ left-padded batches on the real SmolLM2."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import torch
@@ -80,22 +81,17 @@ def test_a_shaped_answer_opens_ends_and_asks_as_the_daemon_serves_it(
         assert sum(forced) == len(closing) + ended and len(text) > start + len(CLOSING)
     else:
         assert "?" in text
-
-
-class Scripted(torch.nn.Module):
-    """The real model, whose choice at a few steps is scripted (a logit boost on one token):
-    how a thinking model's first tokens are made to happen on a vocabulary without them."""
-
-    def __init__(self, model: torch.nn.Module, script: dict[int, int]) -> None:
-        super().__init__()
-        self.model, self.script, self.step = model, script, 0
-
-    def forward(self, **kwargs: object) -> object:
-        out = self.model(**kwargs)
-        if self.step in self.script:
-            out.logits[0, -1, self.script[self.step]] += 1e4
-        self.step += 1
-        return out
+    # under "Do not use lists." the loop bans what would start a list item, as the engine does:
+    # the model's own numbered list becomes lines without numbers
+    msgs = [{"role": "user", "content": "List five fruits as a numbered list."}]
+    prompt = tok(template.render(msgs), add_special_tokens=False)["input_ids"]
+    item = re.compile(r"^\s*(?:[-*+•]|\d+[.)])", re.M)
+    own = greedy_answers(model, [prompt], 64, eos)[0]
+    assert item.search(tok.decode(own, skip_special_tokens=True))
+    shape = shape_of(["Do not use lists."], first_answer=True)
+    answer, forced = shaped_answer(model, prompt, shape, tok, 64, eos)
+    text = tok.decode(answer, skip_special_tokens=True)
+    assert text.strip() and not item.search(text) and sum(forced) <= 1, text
 
 
 def test_a_thinking_models_shape_starts_after_its_thinking(
@@ -127,3 +123,19 @@ def test_a_thinking_models_shape_starts_after_its_thinking(
     assert answer[at : at + len(opening)] == opening
     assert all(tok.decode([t]).strip() == "" for t in answer[4:at])  # only blanks before it
     assert len(answer) > at + len(opening)  # the thinking's "Yes." did not end the answer
+
+
+class Scripted(torch.nn.Module):
+    """The real model, whose choice at a few steps is scripted (a logit boost on one token):
+    how a thinking model's first tokens are made to happen on a vocabulary without them."""
+
+    def __init__(self, model: torch.nn.Module, script: dict[int, int]) -> None:
+        super().__init__()
+        self.model, self.script, self.step = model, script, 0
+
+    def forward(self, **kwargs: object) -> object:
+        out = self.model(**kwargs)
+        if self.step in self.script:
+            out.logits[0, -1, self.script[self.step]] += 1e4
+        self.step += 1
+        return out

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from clawd.adapters import memgap
-from clawd.adapters.gate import Scorer
+from clawd.adapters.scoring import Scorer
 from clawd.chattemplate import ChatTemplate
 from clawd.store import memories
 from clawd.training.verdict import served_answer

@@ -9,7 +9,15 @@ from pathlib import Path
 import pytest
 
 from clawd.serving.engine import Engine, GenParams, generate_blocking
-from clawd.signals.shaping import CLOSING, Shape, Shaper, limit_of, name_of, shape_of
+from clawd.signals.shaping import (
+    CLOSING,
+    Shape,
+    Shaper,
+    avoids_of,
+    limit_of,
+    name_of,
+    shape_of,
+)
 
 
 @pytest.mark.parametrize(
@@ -47,6 +55,28 @@ def test_the_name_a_memory_gives(text: str, name: str | None) -> None:
     assert name_of(text) == name
 
 
+@pytest.mark.parametrize(
+    ("text", "avoid"),
+    [
+        ("Do not use bullet points.", {"lists"}),
+        ("The user hates lists.", {"lists"}),
+        ("Write in prose, not lists.", {"lists"}),
+        ("Always talk to the user in normal sentences.", {"lists"}),
+        ("No emojis.", {"emoji"}),
+        ("The user does not like emoji in answers.", {"emoji"}),
+        ("Plain text only.", {"markdown"}),
+        ("No formatting.", {"lists", "markdown"}),
+        ("Avoid emoji and lists.", {"emoji", "lists"}),
+        ("Use bullet points.", set()),
+        ("Emojis are fine.", set()),
+        ("No more than 5 bullet points.", set()),
+        ("Don't write paragraphs, use lists.", set()),
+    ],
+)
+def test_what_a_memory_says_to_avoid(text: str, avoid: set[str]) -> None:
+    assert avoids_of(text) == avoid
+
+
 def test_a_shape_opens_only_a_conversations_first_answer_and_keeps_the_tighter_limit() -> None:
     texts = ["Address the user as Ana.", "Keep it under 60 words.", "At most 40 words, please."]
     assert shape_of(texts, first_answer=True) == Shape("Ana,", 40, "words", False)
@@ -54,6 +84,11 @@ def test_a_shape_opens_only_a_conversations_first_answer_and_keeps_the_tighter_l
     assert shape_of(["Check back with the user."], first_answer=True).closing
     assert shape_of(["Finish by asking the user something back."], first_answer=True).closing
     assert not shape_of(["The user lives in Lisbon."], first_answer=True)
+    avoiding = shape_of(["No emojis.", "Do not use lists."], first_answer=False)
+    assert avoiding.avoid == ("emoji", "lists") and avoiding.describe()["avoid"] == [
+        "emoji",
+        "lists",
+    ]
 
 
 def feed(shaper: Shaper, pieces: list[str]) -> tuple[str, str]:

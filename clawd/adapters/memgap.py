@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from clawd.adapters.gate import Scorer
+from clawd.adapters.scoring import Scorer
 from clawd.chattemplate import ChatTemplate
 from clawd.store import memories
 

@@ -18,7 +18,6 @@ Run alone to answer one question on the default model::
 
 from __future__ import annotations
 
-import copy
 import itertools
 import queue
 import random
@@ -31,8 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from clawd.chattemplate import THINK_OPEN, ChatTemplate, TemplateError
-from clawd.serving.textstream import Detokenizer, StopScanner, ThinkingSplitter
-from clawd.signals.shaping import CLOSING, Shape, Shaper
+from clawd.serving.textstream import Answer, Delta
+from clawd.signals.avoid import Avoider, TokenClasses
+from clawd.signals.shaping import CLOSING, Shape
 
 
 class EngineError(Exception):
@@ -57,14 +57,6 @@ class GenParams:
     seed: int | None = None
     shape: Shape | None = None
     grammar: str | None = None  # GBNF the answer must match (clawd.serving.structured)
-
-
-@dataclass
-class Delta:
-    """A piece of the answer as it is produced."""
-
-    content: str = ""
-    reasoning: str = ""
 
 
 @dataclass
@@ -114,6 +106,7 @@ class Engine:
         self.adapter_version: str | None = None
         self.llm: Any = None
         self.thinks = False  # set by load: whether the model has a <think> token
+        self._classes: TokenClasses | None = None  # the vocabulary's classes, when first asked
         # (priority, arrival, job): control jobs (adapter switches) go before waiting requests,
         # requests among themselves first come, first served.
         self._jobs: queue.PriorityQueue[tuple[int, int, _Job | None]] = queue.PriorityQueue()
@@ -150,6 +143,15 @@ class Engine:
         self.thinks = len(self.tokenize(THINK_OPEN)) == 1
         self._worker = threading.Thread(target=self._run, name="clawd-engine", daemon=True)
         self._worker.start()
+
+    def token_classes(self) -> TokenClasses:
+        """The model's tokens classed for ``clawd.signals.avoid`` (built on first use)."""
+        if self._classes is None:
+            llm = self.llm
+            self._classes = TokenClasses(
+                [llm.detokenize([i], special=False) for i in range(llm.n_vocab())]
+            )
+        return self._classes
 
     def close(self) -> None:
         if self._worker:
@@ -241,7 +243,7 @@ class Engine:
         budget = self.check_fits(job.prompt, params.max_tokens)
         cached = llm.longest_token_prefix(llm._input_ids[: llm.n_tokens].tolist(), job.prompt)
         llm.set_seed(params.seed if params.seed is not None else random.getrandbits(31))
-        answer = _Answer(llm, params, job.on_delta, self.thinks, budget)
+        answer = Answer(llm, params.stop, params.shape, job.on_delta, self.thinks, budget)
         shaper, out_ids = answer.shaper, answer.out_ids
         opening = params.shape.opening if params.shape else None
         finish, t0 = "length", time.perf_counter()
@@ -251,6 +253,10 @@ class Engine:
             from llama_cpp import LlamaGrammar
 
             grammar = LlamaGrammar.from_string(params.grammar, verbose=False)
+        avoid = None
+        if params.shape and params.shape.avoid:
+            avoider = Avoider(self.token_classes(), params.shape.avoid)
+            avoid = [avoider.processor(answer.avoid_state)]
         restart = True
         while restart and len(out_ids) < budget:
             restart = False
@@ -265,6 +271,7 @@ class Engine:
                 repeat_penalty=1.0,
                 reset=True,
                 grammar=grammar,
+                logits_processor=avoid,
             ):
                 answer.first.setdefault("token", time.perf_counter())
                 if job.cancel.is_set():
@@ -314,76 +321,6 @@ class Engine:
             answer.first.get("content", 0.0),
             answer.forced,
         )
-
-
-class _Answer:
-    """One answer's text pipeline: token bytes -> whole UTF-8 characters -> stop strings ->
-    thinking or content -> deltas to the client, with the shape's verdict on the content; and
-    the tokens served (forced ones included)."""
-
-    def __init__(
-        self,
-        llm: Any,
-        params: GenParams,
-        on_delta: Callable[[Delta], None],
-        thinks: bool,
-        budget: int,
-    ) -> None:
-        self.llm, self.on_delta, self.budget = llm, on_delta, budget
-        self.detok, self.stops = Detokenizer(), StopScanner(params.stop)
-        self.think = ThinkingSplitter(thinks)
-        self.shaper = Shaper(params.shape) if params.shape else None
-        self.out_ids: list[int] = []
-        self.forced: list[int] = []  # positions in out_ids that were not sampled
-        self.reasoning: list[str] = []
-        self.content: list[str] = []
-        self.first: dict[str, float] = {}  # perf_counter of the first token and content
-
-    def push(self, piece: bytes, left: int) -> str:
-        """A sampled token's bytes through the pipeline; the shaper's verdict."""
-        return self.emit(self.stops.push(self.detok.push(piece)), left=left)
-
-    def emit(self, text: str, sampled: bool = True, left: int | None = None) -> str:
-        """Route ``text``; the shaper's verdict on the content it made."""
-        r, c = self.think.push(text)
-        if not self._deliver(r, c) or self.shaper is None or not c:
-            return "go on"
-        if not sampled:
-            self.shaper.forced(c)
-            return "go on"
-        return self.shaper.push(c, left)
-
-    def _deliver(self, reasoning: str, content: str) -> bool:
-        """Send a delta to the client, if there is anything to send."""
-        if not (reasoning or content):
-            return False
-        self.reasoning.append(reasoning)
-        self.content.append(content)
-        if content:
-            self.first.setdefault("content", time.perf_counter())
-        self.on_delta(Delta(content=content, reasoning=reasoning))
-        return True
-
-    def force(self, text: str) -> bool:
-        """Feed ``text`` to the model as if sampled, and serve it, if it fits the budget."""
-        ids = self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)
-        if len(self.out_ids) + len(ids) >= self.budget:
-            return False
-        self.forced += range(len(self.out_ids), len(self.out_ids) + len(ids))
-        self.out_ids.extend(ids)
-        self.emit(self.stops.push(text), sampled=False)
-        return True
-
-    def starts_content(self, piece: bytes) -> bool:
-        """Whether ``piece`` would begin the answer's content (after any thinking), judged on
-        copies so that nothing is consumed."""
-        d, s, t = copy.deepcopy((self.detok, self.stops, self.think))
-        return bool(t.push(s.push(d.push(piece)))[1].strip())
-
-    def flush(self) -> None:
-        """Whatever the pipeline still holds, at the answer's end."""
-        self.emit(self.stops.push(self.detok.flush()) + self.stops.flush())
-        self._deliver(*self.think.flush())
 
 
 def generate_blocking(engine: Engine, prompt: list[int], params: GenParams) -> Result:

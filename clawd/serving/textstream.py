@@ -1,9 +1,10 @@
 """Turning generated tokens into the text a client sees: UTF-8 safe, stop strings, thinking.
 
-Pure functions and small state machines, no model: ``Detokenizer`` joins token bytes without
-splitting a multi-byte character; ``StopScanner`` holds back text that might be the start of a
-stop string; ``ThinkingSplitter`` routes Qwen3's ``<think>...</think>`` block to
-``reasoning_content`` and the rest to ``content``.
+Small state machines, no model: ``Detokenizer`` joins token bytes without splitting a
+multi-byte character; ``StopScanner`` holds back text that might be the start of a stop string;
+``ThinkingSplitter`` routes Qwen3's ``<think>...</think>`` block to ``reasoning_content`` and the
+rest to ``content``. ``Answer`` chains them for one answer of the engine
+(``clawd.serving.engine``), with the shape's verdict on the content and the tokens served.
 
 Run alone to split a text the way the daemon would::
 
@@ -13,9 +14,15 @@ Run alone to split a text the way the daemon would::
 from __future__ import annotations
 
 import codecs
+import copy
 import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 from clawd.chattemplate import THINK_CLOSE, THINK_OPEN
+from clawd.signals.shaping import Shape, Shaper
 
 
 class Detokenizer:
@@ -28,6 +35,10 @@ class Detokenizer:
 
     def push(self, piece: bytes) -> str:
         return self._decoder.decode(piece)
+
+    def pending(self) -> bytes:
+        """The bytes of a character not complete yet."""
+        return self._decoder.getstate()[0]
 
     def flush(self) -> str:
         return self._decoder.decode(b"", final=True)
@@ -82,6 +93,11 @@ class ThinkingSplitter:
         self._state = "start" if enabled else "content"  # start -> thinking -> content
         self._buf = ""
 
+    @property
+    def thinking(self) -> bool:
+        """Whether the text is inside the thinking block now."""
+        return self._state == "thinking"
+
     def push(self, text: str) -> tuple[str, str]:
         self._buf += text
         reasoning = content = ""
@@ -123,6 +139,91 @@ def split_thinking(text: str) -> tuple[str, str]:
     r1, c1 = splitter.push(text)
     r2, c2 = splitter.flush()
     return r1 + r2, c1 + c2
+
+
+@dataclass
+class Delta:
+    """A piece of the answer as it is produced."""
+
+    content: str = ""
+    reasoning: str = ""
+
+
+class Answer:
+    """One answer's text pipeline: token bytes -> whole UTF-8 characters -> stop strings ->
+    thinking or content -> deltas to the client, with the shape's verdict on the content; and
+    the tokens served (forced ones included)."""
+
+    def __init__(
+        self,
+        llm: Any,
+        stop: list[str],
+        shape: Shape | None,
+        on_delta: Callable[[Delta], None],
+        thinks: bool,
+        budget: int,
+    ) -> None:
+        self.llm, self.on_delta, self.budget = llm, on_delta, budget
+        self.detok, self.stops = Detokenizer(), StopScanner(stop)
+        self.think = ThinkingSplitter(thinks)
+        self.shaper = Shaper(shape) if shape else None
+        self.out_ids: list[int] = []
+        self.forced: list[int] = []  # positions in out_ids that were not sampled
+        self.reasoning: list[str] = []
+        self.content: list[str] = []
+        self.first: dict[str, float] = {}  # perf_counter of the first token and content
+
+    def push(self, piece: bytes, left: int) -> str:
+        """A sampled token's bytes through the pipeline; the shaper's verdict."""
+        return self.emit(self.stops.push(self.detok.push(piece)), left=left)
+
+    def emit(self, text: str, sampled: bool = True, left: int | None = None) -> str:
+        """Route ``text``; the shaper's verdict on the content it made."""
+        r, c = self.think.push(text)
+        if not self._deliver(r, c) or self.shaper is None or not c:
+            return "go on"
+        if not sampled:
+            self.shaper.forced(c)
+            return "go on"
+        return self.shaper.push(c, left)
+
+    def _deliver(self, reasoning: str, content: str) -> bool:
+        """Send a delta to the client, if there is anything to send."""
+        if not (reasoning or content):
+            return False
+        self.reasoning.append(reasoning)
+        self.content.append(content)
+        if content:
+            self.first.setdefault("content", time.perf_counter())
+        self.on_delta(Delta(content=content, reasoning=reasoning))
+        return True
+
+    def force(self, text: str) -> bool:
+        """Feed ``text`` to the model as if sampled, and serve it, if it fits the budget."""
+        ids = self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)
+        if len(self.out_ids) + len(ids) >= self.budget:
+            return False
+        self.forced += range(len(self.out_ids), len(self.out_ids) + len(ids))
+        self.out_ids.extend(ids)
+        self.emit(self.stops.push(text), sampled=False)
+        return True
+
+    def avoid_state(self) -> tuple[str, bytes] | None:
+        """The content so far and a character's pending bytes; None inside thinking."""
+        if self.think.thinking or self.shaper is None:
+            return None
+        return self.shaper.text, self.detok.pending()
+
+    def starts_content(self, piece: bytes) -> bool:
+        """Whether ``piece`` would begin the answer's content (after any thinking), judged on
+        copies so that nothing is consumed."""
+        d, s, t = copy.deepcopy((self.detok, self.stops, self.think))
+        return bool(t.push(s.push(d.push(piece)))[1].strip())
+
+    def flush(self) -> None:
+        """Whatever the pipeline still holds, at the answer's end."""
+        self.emit(self.stops.push(self.detok.flush()) + self.stops.flush())
+        self._deliver(*self.think.flush())
 
 
 if __name__ == "__main__":

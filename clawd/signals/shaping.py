@@ -16,7 +16,10 @@ for the model are kept there too, from the memories in the answer's context:
   a code block;
 - a **closing question** ("End with a question.", "Check back with the user."): an answer
   that ends without a question goes on with a new paragraph opened by "Would you like", which
-  the model finishes, up to its first question mark.
+  the model finishes, up to its first question mark;
+- what to **avoid** ("Do not use bullet points.", "No emojis.", "Plain text only."): lists,
+  markdown or emoji; the tokens that would begin one are never sampled
+  (``clawd.signals.avoid``), so the model writes on without them.
 
 Everything else (a language, a tone, a fact) stays the system message's. The opening and the
 closing words are the only words not sampled; they are recorded as part of the answer, so
@@ -96,6 +99,29 @@ _NAMED = re.compile(
     r"|\b(?i:the user)(?i:'s| goes by| is called)(?i: name is)?\s+[\"'“]?([A-Z][\w'’-]{0,30})"
 )
 _NOT_A_NAME = {"The", "Their", "Name", "First", "Full", "By", "As", "Sir", "Madam"}
+# what an answer may be asked to go without, and the words that name it
+AVOIDABLE = {
+    "lists": r"lists?|listicles?|bullet(?:s|ed)?(?: points?| lists?)?|bulleted|numbered(?: lists?)?"
+    r"|enumerations?",
+    "markdown": r"markdown|formatting|bold(?: text)?|headings?|headers?|asterisks?|code fences",
+    "emoji": r"emojis?|emoticons?|smileys?|emotes?",
+}
+_NO = (
+    r"\b(?:no|not|don'?t|do not|never|without|avoid|avoids|skip|drop|ditch|hates?|dislikes?"
+    r"|can'?t stand|instead of|rather than|nor|zero|less|fewer|over|free of)\b"
+)
+_AVOID = {
+    # "no lists", "don't ever use bullet points"; not "no more than 5 bullet points"
+    kind: re.compile(rf"{_NO}(?!\s+more than)(?:\s+[\w'’-]+){{0,4}}?\s+(?:{words})\b", re.I)
+    for kind, words in AVOIDABLE.items()
+}
+# "in prose", "plain text only", "no formatting": what these ask to go without
+_PROSE = re.compile(
+    r"\b(?:in|as|use|write|prefers?) (?:flowing |plain )?prose\b"
+    r"|\b(?:proper|normal|full|whole|flowing|plain|connected) (?:paragraphs?|sentences)\b",
+    re.I,
+)
+_PLAIN = re.compile(r"\bplain[- ](?:text|words)\b|\bunformatted\b", re.I)
 _ASKS_BACK = re.compile(
     r"\b(end|finish|close|wrap)\w*\b[^.]{0,40}\bquestions?\b|\bfollow[- ]?up questions?\b"
     r"|\bask(?:ing)? (?:the user|me|them)\b[^.]{0,30}\b(questions?|if|whether|what)\b"
@@ -115,9 +141,10 @@ class Shape:
     limit: int | None = None
     unit: str | None = None  # "words", "sentences" or "paragraphs"
     closing: bool = False
+    avoid: tuple[str, ...] = ()  # of AVOIDABLE's kinds, sorted
 
     def __bool__(self) -> bool:
-        return bool(self.opening or self.limit or self.closing)
+        return bool(self.opening or self.limit or self.closing or self.avoid)
 
     def describe(self) -> dict[str, object]:
         """The shape as the response's ``clawd.shaped`` field shows it."""
@@ -129,6 +156,8 @@ class Shape:
             out["limit"] = f"{self.limit} {unit}"
         if self.closing:
             out["closing_question"] = True
+        if self.avoid:
+            out["avoid"] = list(self.avoid)
         return out
 
 
@@ -163,6 +192,18 @@ def limit_of(text: str) -> tuple[int, str] | None:
     return None
 
 
+def avoids_of(text: str) -> set[str]:
+    """What a memory says answers should go without: of "lists", "markdown" and "emoji"."""
+    out = {kind for kind, pattern in _AVOID.items() if pattern.search(text)}
+    if _PROSE.search(text):
+        out.add("lists")
+    if _PLAIN.search(text):
+        out.add("markdown")
+    if "markdown" in out and re.search(r"\bformatting\b", text, re.I):
+        out.add("lists")  # "no formatting": no lists either
+    return out
+
+
 def name_of(text: str) -> str | None:
     """The name a memory says to address the user by, or None."""
     m = _NAMED.search(text)
@@ -176,8 +217,9 @@ def shape_of(texts: list[str], first_answer: bool) -> Shape:
     """The shape the memories ``texts`` ask of an answer; the opening only on the
     ``first_answer`` of a conversation. Of two limits in one unit the tighter holds; of two
     units, the first memory's (the most recently confirmed)."""
-    opening, limit, unit, closing = None, None, None, False
+    opening, limit, unit, closing, avoid = None, None, None, False, set()
     for text in texts:
+        avoid |= avoids_of(text)
         name = name_of(text)
         if name and opening is None and first_answer:
             opening = f"{name},"
@@ -185,7 +227,7 @@ def shape_of(texts: list[str], first_answer: bool) -> Shape:
         if found and (unit is None or (found[1] == unit and found[0] < (limit or 0))):
             limit, unit = found
         closing = closing or bool(_ASKS_BACK.search(text))
-    return Shape(opening, limit, unit, closing)
+    return Shape(opening, limit, unit, closing, tuple(sorted(avoid)))
 
 
 _END = re.compile(r"(?<![0-9])(?<!\b[A-Za-z])(?<!\be\.g)(?<!\bi\.e)(?<!\betc)[.!?]+[\"')\]]*$")

@@ -22,12 +22,15 @@ which of them degenerate (empty or looping), on CPU::
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import torch
 
 from clawd.chattemplate import THINK_CLOSE, THINK_OPEN
+from clawd.signals.avoid import Avoider, TokenClasses
 from clawd.signals.shaping import CLOSING, Shape, Shaper
 
 
@@ -64,7 +67,7 @@ def greedy_answers(
 
 
 def shaped_decode(
-    next_token: Callable[[list[int]], int],
+    next_token: Callable[[list[int], np.ndarray], int],
     prompt: list[int],
     shape: Shape,
     encode: Callable[[str], list[int]],
@@ -72,12 +75,15 @@ def shaped_decode(
     max_tokens: int,
     is_end: Callable[[int], bool],
     end: int,
+    classes: TokenClasses | None = None,
 ) -> tuple[list[int], list[float]]:
     """A greedy answer to ``prompt`` (token ids) under ``shape``, as the engine serves it
-    (``clawd.serving.engine``), on any backend: ``next_token(ids)`` appends ``ids`` to what the
-    model has read and returns its most likely next token; ``encode`` and ``piece_of`` turn text
-    into ids and one id into text; ``is_end`` says whether a token ends a turn, ``end`` is the
-    one to end it with. The opening comes instead of the first token of content
+    (``clawd.serving.engine``), on any backend: ``next_token(ids, banned)`` appends ``ids`` to
+    what the model has read and returns its most likely next token other than the ``banned``
+    ids (what the shape avoids, ``clawd.signals.avoid``, with the vocabulary's ``classes``);
+    ``encode`` and ``piece_of`` turn text into ids and one id into text; ``is_end`` says whether
+    a token ends a turn, ``end`` is the one to end it with. The opening comes instead of the
+    first token of content
     (after a thinking model's ``<think>`` block, which the shape leaves alone), a closing
     question ("Would you like") comes instead of an end without one, and an answer the shape
     ends gets ``end``. Returns the answer's tokens (at most ``max_tokens``) and, for each,
@@ -89,6 +95,8 @@ def shaped_decode(
     opening = shape.opening
     feed = list(prompt)
     thinking = ""  # a thinking model's <think>...</think> block: no shape applies inside it
+    avoider = Avoider(classes, shape.avoid) if classes is not None and shape.avoid else None
+    nothing = np.array([], np.intp)
 
     def take(ids: list[int], mark: float = 0.0) -> None:
         out.extend(ids)
@@ -104,7 +112,8 @@ def shaped_decode(
         return True
 
     while len(out) < max_tokens:
-        token = next_token(feed)
+        banned = avoider.banned(shaper.text) if avoider and not thinking else nothing
+        token = next_token(feed, banned)
         feed.clear()
         if is_end(token):
             if shaper.closing() and force(CLOSING):
@@ -145,11 +154,14 @@ def shaped_answer(
     device = next(model.parameters()).device
     past: Any = None
 
-    def next_token(ids: list[int]) -> int:
+    def next_token(ids: list[int], banned: np.ndarray) -> int:
         nonlocal past
         step = model(input_ids=torch.tensor([ids], device=device), cache=past, use_cache=True)
         past = step.cache
-        return int(step.logits[0, -1].argmax())
+        logits = step.logits[0, -1].float()
+        if len(banned):
+            logits[torch.from_numpy(banned).to(device)] = -torch.inf
+        return int(logits.argmax())
 
     return shaped_decode(
         next_token,
@@ -160,7 +172,16 @@ def shaped_answer(
         max_tokens,
         lambda t: t in eos,
         eos[0],
+        token_classes(tok) if shape.avoid else None,
     )
+
+
+@functools.lru_cache(maxsize=2)
+def token_classes(tok: Any) -> TokenClasses:
+    """A transformers tokenizer's tokens classed for ``clawd.signals.avoid`` (a token that is
+    part of a character decodes as U+FFFD, so what it begins is not seen: emoji that begin
+    in one such token and end in another are not banned here, unlike in the engine)."""
+    return TokenClasses([tok.decode([i]).encode() for i in range(len(tok))])
 
 
 def script_model(module: str) -> tuple[Any, Any, list[list[int]], list[int]]:

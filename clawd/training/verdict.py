@@ -82,26 +82,29 @@ def served_answer(scorer: Any, prompt: list[int], memory: str) -> tuple[list[int
     """The gap measurement's answer (``clawd.adapters.memgap.Served``): greedy, in llama.cpp,
     under the memory's shape as the daemon serves a conversation's first answer."""
     from clawd.adapters.memgap import ANSWER_TOKENS
+    from clawd.signals.avoid import TokenClasses
     from clawd.signals.shaping import shape_of
     from clawd.training.greedy import shaped_decode
 
     scorer.restart()
+    shape = shape_of([memory], first_answer=True)
     return shaped_decode(
         scorer.next_token,
         prompt,
-        shape_of([memory], first_answer=True),
+        shape,
         scorer.encode,
         scorer.piece,
         ANSWER_TOKENS,
         scorer.is_end,
         scorer.llm.token_eos(),
+        TokenClasses(scorer.pieces()) if shape.avoid else None,
     )
 
 
 if __name__ == "__main__":
     if len(sys.argv) != 4:
         sys.exit("usage: python -m clawd.training.verdict MODEL.gguf MEMORY PROMPT")
-    from clawd.adapters.gate import Scorer
+    from clawd.adapters.scoring import Scorer
     from clawd.chattemplate import ChatTemplate
 
     gguf, memory, prompt = Path(sys.argv[1]), sys.argv[2], sys.argv[3]

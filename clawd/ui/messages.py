@@ -183,7 +183,7 @@ def memory_title(used: list[int], left_out: list[int]) -> str:
 
 
 def shaped_text(shaped: dict[str, Any]) -> str:
-    """'opened with "Ana,", at most 1 sentence, a closing question'."""
+    """'opened with "Ana,", at most 1 sentence, a closing question, no emoji or lists'."""
     parts = []
     if shaped.get("opening"):
         parts.append(f'opened with "{shaped["opening"]}"')
@@ -191,6 +191,8 @@ def shaped_text(shaped: dict[str, Any]) -> str:
         parts.append(f"at most {shaped['limit']}")
     if shaped.get("closing_question"):
         parts.append("a closing question")
+    if shaped.get("avoid"):
+        parts.append("no " + " or ".join(shaped["avoid"]))
     return ", ".join(parts)
 
 

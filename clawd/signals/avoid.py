@@ -1,0 +1,118 @@
+"""Decoding without what the memories forbid: lists, markdown, emoji.
+
+A memory like "Do not use bullet points.", "No emojis." or "Plain text only." gives the answer's
+shape an ``avoid`` (``clawd.signals.shaping.avoids_of``). The engine then never samples a token
+that would begin what is avoided, and the model writes on without it:
+
+- ``lists``: at the start of a line, a bullet ("-", "*", "•", "+") or a number with "." or ")";
+  a token that opens such a line after a new line anywhere in it; and "." or ")" after a line
+  that holds only a number so far;
+- ``markdown``: "*", "`", "__" anywhere, and "#", ">" or a table's "|" at the start of a line;
+- ``emoji``: any token whose bytes hold an emoji, or end in the first bytes of one, or, after
+  such first bytes, complete one (byte-level vocabularies split emoji across tokens).
+
+Nothing is banned inside a thinking block. Tokens are classed once per model
+(``TokenClasses``, from each token's bytes); per step, ``Avoider.banned`` reads the content so
+far and the bytes of a character not yet complete. Run alone to see what one model bans::
+
+    python -m clawd.signals.avoid MODEL.gguf lists emoji
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Callable, Iterable
+
+import numpy as np
+
+_EMOJI = re.compile("[\U0001f000-\U0001faff\u2600-\u27bf\u2b50\u2b55\ufe0f]")
+# the first bytes of an emoji's UTF-8 (a token that ends in one is on its way to an emoji)
+_EMOJI_PREFIX = re.compile(rb"(\xf0\x9f?.?|\xe2[\x98-\x9e]|\xe2\xad|\xef\xb8)$", re.S)
+_BULLET = re.compile(rb"^[ \t]*(?:[-*+]|\xe2\x80\xa2|\d+[.)])")
+_NEW_ITEM = re.compile(rb"\n[ \t]*(?:[-*+]|\xe2\x80\xa2|\d+[.)])")
+_MARKUP = re.compile(rb"[*`]|__|\n[ \t]*[#>|]")
+_LINE_MARK = re.compile(rb"^[ \t]*[#>|]")
+
+
+def _ids(pieces: list[bytes], keep: Iterable[bool]) -> np.ndarray:
+    return np.array([i for i, k in zip(range(len(pieces)), keep, strict=True) if k], np.intp)
+
+
+class TokenClasses:
+    """Which tokens of one vocabulary (``pieces[i]``: token i's bytes) may begin what an answer
+    avoids, by where they would stand; computed once per model."""
+
+    def __init__(self, pieces: list[bytes]) -> None:
+        self.pieces = pieces
+        self.new_item = _ids(pieces, (bool(_NEW_ITEM.search(b)) for b in pieces))
+        self.bullet = _ids(pieces, (bool(_BULLET.match(b)) for b in pieces))
+        self.after_number = _ids(pieces, (b[:1] in (b".", b")") for b in pieces))
+        self.markup = _ids(pieces, (bool(_MARKUP.search(b)) for b in pieces))
+        self.line_mark = _ids(pieces, (bool(_LINE_MARK.match(b)) for b in pieces))
+        self.emoji = _ids(pieces, (_is_emoji(b) for b in pieces))
+        # tokens that open with a continuation byte: they may complete an emoji begun before
+        self.continuing = _ids(pieces, (bool(b) and 0x80 <= b[0] < 0xC0 for b in pieces))
+
+
+def _is_emoji(piece: bytes) -> bool:
+    return bool(_EMOJI.search(piece.decode("utf-8", "ignore")) or _EMOJI_PREFIX.search(piece))
+
+
+class Avoider:
+    """The tokens one answer may not sample next, for the ``avoid`` of its shape."""
+
+    def __init__(self, classes: TokenClasses, avoid: Iterable[str]) -> None:
+        self.classes, self.avoid = classes, set(avoid)
+
+    def banned(self, content: str, pending: bytes = b"") -> np.ndarray:
+        """Token ids not to sample after ``content`` (the answer's text so far), ``pending``
+        being the bytes of a character that is not complete yet."""
+        c, out = self.classes, []
+        line = content.rsplit("\n", 1)[-1]
+        at_start = not line.strip() and not pending
+        if "lists" in self.avoid and content.count("```") % 2 == 0:
+            out.append(c.new_item)
+            if at_start:
+                out.append(c.bullet)
+            elif line.strip().isdigit() and not pending:
+                out.append(c.after_number)
+        if "markdown" in self.avoid:
+            out.append(c.markup)
+            if at_start:
+                out.append(c.line_mark)
+            if content.endswith("_"):
+                out.append(_ids(c.pieces, (b[:1] == b"_" for b in c.pieces)))
+        if "emoji" in self.avoid:
+            out.append(c.emoji)
+            if pending:
+                out.append(
+                    np.array([i for i in c.continuing if _is_emoji(pending + c.pieces[i])], np.intp)
+                )
+        return np.concatenate(out) if out else np.array([], np.intp)
+
+    def processor(
+        self, state: Callable[[], tuple[str, bytes] | None]
+    ) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+        """A llama.cpp logits processor that bans, at each step, what ``banned`` says for
+        ``state()``: the content so far and the pending bytes (None: ban nothing now)."""
+
+        def keep(_input_ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
+            now = state()
+            if now is not None:
+                scores[self.banned(*now)] = -np.inf
+            return scores
+
+        return keep
+
+
+if __name__ == "__main__":
+    from llama_cpp import Llama
+
+    llm = Llama(model_path=sys.argv[1], vocab_only=True, verbose=False)
+    classes = TokenClasses([llm.detokenize([i], special=False) for i in range(llm.n_vocab())])
+    kinds = sys.argv[2:] or ["lists", "markdown", "emoji"]
+    for where in ("", "Some text.\n"):
+        ids = Avoider(classes, kinds).banned(where)
+        shown = ", ".join(repr(classes.pieces[i].decode("utf-8", "replace")) for i in ids[:30])
+        print(f"after {where!r}: {len(ids)} tokens banned, e.g. {shown}")

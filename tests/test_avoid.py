@@ -1,0 +1,70 @@
+"""Decoding without what memories forbid: the token classes on a vocabulary's bytes, and the
+real engine (SmolLM2) answering a request for a list, markdown or emoji without them."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from clawd.serving.engine import Engine, GenParams, generate_blocking
+from clawd.signals.avoid import Avoider, TokenClasses
+from clawd.signals.shaping import Shape
+
+PIECES = [b"Hello", b" -", b"1", b".", b"\n-", b"**", b" world", b"\xf0\x9f", b"\x98\x8a", b"#"]
+PIECES += [b"\xe2", b"\x80\x94", b"\x98\x80", "😊".encode(), b"`", b"\n\n"]
+
+
+def banned(avoid: str, content: str, pending: bytes = b"") -> set[bytes]:
+    ids = Avoider(TokenClasses(PIECES), [avoid]).banned(content, pending)
+    return {PIECES[i] for i in ids}
+
+
+def test_lists_are_banned_where_a_line_starts_and_nowhere_else() -> None:
+    assert {b" -", b"\n-", b"**"} <= banned("lists", "")
+    assert b" -" in banned("lists", "Tea.\n") and b"1" not in banned("lists", "Tea.\n")
+    assert banned("lists", "Boil the water - then wait") == {b"\n-"}
+    assert b"." in banned("lists", "Tea.\n2") and b"." not in banned("lists", "It is 2")
+    assert banned("lists", "```\n") == set()  # inside code, a line may start with anything
+
+
+def test_markdown_and_emoji_are_banned_anywhere_and_an_emoji_is_not_completed() -> None:
+    assert {b"**", b"`", b"#"} <= banned("markdown", "Some text.\n")
+    assert b"#" not in banned("markdown", "Some text")
+    assert banned("emoji", "Hi") == {b"\xf0\x9f", "😊".encode()}
+    # after the first byte of U+2xxx: a dash may follow, a sun may not
+    assert banned("emoji", "Hi", pending=b"\xe2") >= {b"\x98\x80"}
+    assert b"\x80\x94" not in banned("emoji", "Hi", pending=b"\xe2")
+
+
+@pytest.fixture(scope="module")
+def smollm2(smollm2_gguf: Path):
+    e = Engine(smollm2_gguf, n_ctx=1024)
+    e.load()
+    yield e
+    e.close()
+
+
+def served(engine: Engine, question: str, avoid: tuple[str, ...]) -> str:
+    prompt = engine.tokenize(engine.render([{"role": "user", "content": question}]))
+    params = GenParams(temperature=0, max_tokens=96, shape=Shape(avoid=avoid) if avoid else None)
+    return generate_blocking(engine, prompt, params).content
+
+
+def test_the_engine_answers_without_a_list_markdown_or_emoji(smollm2: Engine) -> None:
+    ask = "List five fruits as a numbered list."
+    item = re.compile(r"^\s*(?:[-*+•]|\d+[.)])", re.M)
+    assert item.search(served(smollm2, ask, ()))  # the model's own answer is a list
+    plain = served(smollm2, ask, ("lists",))
+    assert plain.strip() and not item.search(plain), plain
+    ask = "Show me a Python function that adds two numbers."
+    marked = re.compile(r"\*|`|^\s*[#|]", re.M)
+    assert marked.search(served(smollm2, ask, ()))
+    unmarked = served(smollm2, ask, ("markdown",))
+    assert unmarked.strip() and not marked.search(unmarked), unmarked
+    ask = "Send me a smiley face emoji."
+    emoji = re.compile("[\U0001f000-\U0001faff\u2600-\u27bf]")
+    assert emoji.search(served(smollm2, ask, ()))
+    answer = served(smollm2, ask, ("emoji",))
+    assert not emoji.search(answer), answer
