@@ -13,7 +13,7 @@ from clawd.signals.avoid import Avoider, TokenClasses
 from clawd.signals.shaping import Shape
 
 PIECES = [b"Hello", b" -", b"1", b".", b"\n-", b"**", b" world", b"\xf0\x9f", b"\x98\x8a", b"#"]
-PIECES += [b"\xe2", b"\x80\x94", b"\x98\x80", "😊".encode(), b"`", b"\n\n"]
+PIECES += [b"\xe2", b"\x80\x94", b"\x98\x80", "😊".encode(), b"`", b"\n\n", b"!", b"!\n"]
 
 
 def banned(avoid: str, content: str, pending: bytes = b"") -> set[bytes]:
@@ -36,6 +36,8 @@ def test_markdown_and_emoji_are_banned_anywhere_and_an_emoji_is_not_completed() 
     # after the first byte of U+2xxx: a dash may follow, a sun may not
     assert banned("emoji", "Hi", pending=b"\xe2") >= {b"\x98\x80"}
     assert b"\x80\x94" not in banned("emoji", "Hi", pending=b"\xe2")
+    assert banned("exclamations", "Hi") == {b"!", b"!\n"}
+    assert banned("exclamations", "```\nprint(") == set()
 
 
 @pytest.fixture(scope="module")

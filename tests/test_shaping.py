@@ -67,6 +67,7 @@ def test_the_name_a_memory_gives(text: str, name: str | None) -> None:
         ("Plain text only.", {"markdown"}),
         ("No formatting.", {"lists", "markdown"}),
         ("Avoid emoji and lists.", {"emoji", "lists"}),
+        ("Stop with the exclamation marks.", {"exclamations"}),
         ("Use bullet points.", set()),
         ("Emojis are fine.", set()),
         ("No more than 5 bullet points.", set()),

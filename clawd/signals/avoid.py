@@ -1,4 +1,4 @@
-"""Decoding without what the memories forbid: lists, markdown, emoji.
+"""Decoding without what the memories forbid: lists, markdown, emoji, exclamation marks.
 
 A memory like "Do not use bullet points.", "No emojis." or "Plain text only." gives the answer's
 shape an ``avoid`` (``clawd.signals.shaping.avoids_of``). The engine then never samples a token
@@ -9,7 +9,8 @@ that would begin what is avoided, and the model writes on without it:
   that holds only a number so far;
 - ``markdown``: "*", "`", "__" anywhere, and "#", ">" or a table's "|" at the start of a line;
 - ``emoji``: any token whose bytes hold an emoji, or end in the first bytes of one, or, after
-  such first bytes, complete one (byte-level vocabularies split emoji across tokens).
+  such first bytes, complete one (byte-level vocabularies split emoji across tokens);
+- ``exclamations``: any token with "!" outside a code block.
 
 Nothing is banned inside a thinking block. Tokens are classed once per model
 (``TokenClasses``, from each token's bytes); per step, ``Avoider.banned`` reads the content so
@@ -51,6 +52,7 @@ class TokenClasses:
         self.markup = _ids(pieces, (bool(_MARKUP.search(b)) for b in pieces))
         self.line_mark = _ids(pieces, (bool(_LINE_MARK.match(b)) for b in pieces))
         self.emoji = _ids(pieces, (_is_emoji(b) for b in pieces))
+        self.bang = _ids(pieces, (b"!" in b for b in pieces))
         # tokens that open with a continuation byte: they may complete an emoji begun before
         self.continuing = _ids(pieces, (bool(b) and 0x80 <= b[0] < 0xC0 for b in pieces))
 
@@ -71,7 +73,10 @@ class Avoider:
         c, out = self.classes, []
         line = content.rsplit("\n", 1)[-1]
         at_start = not line.strip() and not pending
-        if "lists" in self.avoid and content.count("```") % 2 == 0:
+        in_code = content.count("```") % 2 == 1
+        if "exclamations" in self.avoid and not in_code:
+            out.append(c.bang)
+        if "lists" in self.avoid and not in_code:
             out.append(c.new_item)
             if at_start:
                 out.append(c.bullet)

@@ -17,9 +17,9 @@ for the model are kept there too, from the memories in the answer's context:
 - a **closing question** ("End with a question.", "Check back with the user."): an answer
   that ends without a question goes on with a new paragraph opened by "Would you like", which
   the model finishes, up to its first question mark;
-- what to **avoid** ("Do not use bullet points.", "No emojis.", "Plain text only."): lists,
-  markdown or emoji; the tokens that would begin one are never sampled
-  (``clawd.signals.avoid``), so the model writes on without them.
+- what to **avoid** ("Do not use bullet points.", "No emojis.", "Plain text only.", "No
+  exclamation marks."): lists, markdown, emoji or "!"; the tokens that would begin one are
+  never sampled (``clawd.signals.avoid``), so the model writes on without them.
 
 Everything else (a language, a tone, a fact) stays the system message's. The opening and the
 closing words are the only words not sampled; they are recorded as part of the answer, so
@@ -105,10 +105,12 @@ AVOIDABLE = {
     r"|enumerations?",
     "markdown": r"markdown|formatting|bold(?: text)?|headings?|headers?|asterisks?|code fences",
     "emoji": r"emojis?|emoticons?|smileys?|emotes?",
+    "exclamations": r"exclamation(?: marks?| points?)?|exclamations",
 }
 _NO = (
     r"\b(?:no|not|don'?t|do not|never|without|avoid|avoids|skip|drop|ditch|hates?|dislikes?"
-    r"|can'?t stand|instead of|rather than|nor|zero|less|fewer|over|free of)\b"
+    r"|can'?t stand|instead of|rather than|nor|zero|less|fewer|over|free of|stop|quit|enough"
+    r"|lose|cut|ease up on|tone down)\b"
 )
 _AVOID = {
     # "no lists", "don't ever use bullet points"; not "no more than 5 bullet points"
