@@ -103,15 +103,7 @@ def update(
         seconds[phase] = round(now - mark, 1)
         mark = now
 
-    check_memory(model_path)
-    if cfg.train_threads:
-        torch.set_num_threads(cfg.train_threads)
-    torch.manual_seed(cfg.seed)
-    cuda = torch.cuda.is_available()
-    base, tok = torchmodel.load(
-        model_path, cache_home, device="cuda" if cuda else "cpu", qlora=cuda, digest=inputs.digest
-    )
-    model = ppo.peft_model(base, cfg, inputs.parent_peft)
+    model, tok = _load(inputs, cache_home)
     template = ChatTemplate.from_gguf(model_path)
     device = next(model.parameters()).device
     examples, heldout, replayed, skipped = _split(inputs, tok, template, device)
@@ -182,6 +174,27 @@ def update(
         "ended": ended,
         "skipped": skipped,
     }
+
+
+def _load(inputs: UpdateInputs, cache_home: Path) -> tuple[Any, Any]:
+    """The model to train (the parent's adapter on the base, or a new one) and its tokenizer,
+    on the GPU in 4 bits when there is one; threads and seed as configured."""
+    from clawd.training import torchmodel
+
+    cfg = inputs.cfg
+    check_memory(inputs.model_path)
+    if cfg.train_threads:
+        torch.set_num_threads(cfg.train_threads)
+    torch.manual_seed(cfg.seed)
+    cuda = torch.cuda.is_available()
+    base, tok = torchmodel.load(
+        inputs.model_path,
+        cache_home,
+        device="cuda" if cuda else "cpu",
+        qlora=cuda,
+        digest=inputs.digest,
+    )
+    return ppo.peft_model(base, cfg, inputs.parent_peft), tok
 
 
 def _held_out(e: Example) -> dict[str, Any]:
