@@ -35,6 +35,12 @@ def test_the_new_users_reply_makes_a_name_and_a_length() -> None:
         ("Keep your answers under 50 words.", "length", "50"),
         ("Finish by asking me something back, would you? Always.", "other", "asking"),
         ("My name's Katherine Ellis, but call me Kate.", "name", "Kate"),
+        ("also it's Dee btw, nobody calls me Deirdre except my mum", "name", "Dee"),
+        ("can u use inkmoth instead of my legal name? that's what i go by", "name", "Inkmoth"),
+        # a lasting fact or request said in passing, in a reply about something else
+        ("curtains done. I'm type 1 diabetic tho so skipping food isn't an option", "fact", "1"),
+        ("thx. i wear glasses tho so over-ear ones hurt, are the earbuds ok?", "fact", "glasses"),
+        ("drop the 'great question' bit, permanently. just answer", "other", "great question"),
     ],
 )
 def test_standing_statements_become_memories_that_keep_their_words(
@@ -61,6 +67,10 @@ def test_standing_statements_become_memories_that_keep_their_words(
         "This time, use a table.",
         "Why is that?",
         "you always do this",
+        "why is every answer so long",
+        "do you remember stuff between chats or do i have to tell you again each time",
+        "Thanks, how long does it keep in the freezer? We always end up making too much.",
+        "The address is wrong, it's 14 Elm Road. I always mix them up myself!",
     ],
 )
 def test_one_off_corrections_and_plain_replies_make_none(reply: str) -> None:

@@ -34,14 +34,13 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
+from clawd.signals.names import CALL_ME, NAME, name_in
 from clawd.signals.phrasing import (
     ABOUT_ME,
-    CALL_ME,
     EPHEMERAL,
     FACT,
     HABIT,
     LASTING,
-    NAME,
     ONE_OFF,
     SO_THEREFORE,
     STRONG,
@@ -49,7 +48,6 @@ from clawd.signals.phrasing import (
     clauses,
     contentful,
     kind_of,
-    name_in,
     sentences,
     tidy,
 )
@@ -82,14 +80,22 @@ def capture(reply: str) -> list[Captured]:
     found = _by_rules(reply)
     names = [c for c in found if c.kind == "name"]
     if probability(reply) < STANDING:
-        return names
+        # a lasting fact said in passing ("I'm type 1 diabetic tho, so ...") counts as a name
+        # does: the rest of the reply is about something else
+        # and so does a request said to last ("never add them again", "permanently")
+        return names + [
+            c
+            for c in found
+            if (c.kind == "fact" and FACT.search(c.clause))
+            or (STRONG.search(c.clause) and not _habit(c.clause))
+        ]
     rest = [c for c in found if c.kind != "name"]
     if rest:
         return names + rest
     candidates = [
         c
         for c in clauses(reply)
-        if not c.rstrip().endswith("?")
+        if not _asks(c)
         and not ONE_OFF.search(c)
         and not NAME.search(c)  # "call me back": the rules found no name in it
         and not name_in(c)  # a name the rules gave way to ("I'm Sam. Call me Alex.")
@@ -100,10 +106,39 @@ def capture(reply: str) -> list[Captured]:
     if not candidates:
         return names
     scores = probabilities(candidates)
-    best = max(zip(scores, candidates, strict=True))[1]
+    score, best = max(zip(scores, candidates, strict=True))
+    if names and score < STANDING:
+        return names  # the name was what the reply said to keep
     is_fact = bool(FACT.search(best) or ABOUT_ME.search(best))
     kind = kind_of(best)
     return [*names, Captured("fact" if is_fact and kind == "other" else kind, tidy(best), best)]
+
+
+# a question without its question mark ("why is every answer 6 paragraphs", "what if i only
+# have a microwave"): a request ("can you always use metric") is not one
+_QUESTION = re.compile(
+    r"^\W*(?:why|what|how|when|where|who|which|whats|what's|does|did|do you|do i|is it|is there"
+    r"|are you|are there)\b",
+    re.IGNORECASE,
+)
+
+
+# "I always mix them up", "we always end up making too much": a habit, not a request
+_MY_HABIT = re.compile(
+    r"\b(?:i|i'?m|im|we|we'?re|he|she|they|it)\s+(?:\w+\s+)?(?:always|never|forever)\b", re.I
+)
+
+
+def _habit(clause: str) -> bool:
+    return bool(HABIT.search(clause) or _MY_HABIT.search(clause))
+
+
+_TAG = re.compile(r"[,\s]+(?:ok|okay|pls|please|yeah|alright|right|k|thx|thanks)\s*\?+\s*$", re.I)
+
+
+def _asks(clause: str) -> bool:
+    """Whether ``clause`` is a question ("talk to me like a friend ok?" is not)."""
+    return _TAG.sub("", clause).rstrip().endswith("?") or bool(_QUESTION.search(clause))
 
 
 def _by_rules(reply: str) -> list[Captured]:
@@ -122,13 +157,16 @@ def _by_rules(reply: str) -> list[Captured]:
         if name and not re.search(r"\b(call|name) (it|this|that|the|them|him|her)\b", clause, re.I):
             found.append(Captured("name", f"Address the user as {name}.", clause))
             continue
-        if re.search(r"\?\s*$", clause) and not LASTING.search(clause):
-            continue  # a question is not a standing statement
+        if _QUESTION.search(clause) or (_asks(clause) and not LASTING.search(clause)):
+            continue  # a question is not a standing statement ("why is every answer so long")
         is_fact = (
             bool(FACT.search(clause))
             and not (TRANSIENT.search(clause) and not FACT.search(TRANSIENT.sub("", clause)))
         ) or bool(ABOUT_ME.search(clause) and not EPHEMERAL.search(clause))
-        if not (is_fact or LASTING.search(HABIT.sub(" ", clause)) or SO_THEREFORE.search(clause)):
+        lasts = LASTING.search(HABIT.sub(" ", clause)) or (
+            STRONG.search(clause) and not _habit(clause)
+        )
+        if not (is_fact or lasts or SO_THEREFORE.search(clause)):
             continue
         text = tidy(clause)
         if not contentful(text):

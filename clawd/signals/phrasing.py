@@ -24,24 +24,6 @@ LANGUAGES = (
 ).split()
 _LANG = "|".join(LANGUAGES)
 
-# Capitalised words that follow "I'm" without being a name.
-_NOT_NAMES = frozenset(
-    LANGUAGES
-    + [w + "n" for w in ("america", "canadia", "australia", "asia", "africa", "europea")]
-    + "british irish scottish welsh brazilian mexican indian pakistani nigerian kenyan "
-    "egyptian israeli iranian iraqi afghan chilean peruvian colombian argentinian cuban "
-    "jewish muslim christian catholic buddhist hindu atheist sorry not just so here back "
-    "done fine ok okay good sure afraid confused tired busy new still also really very "
-    "gonna going trying asking looking wondering sick happy sad glad curious lost stuck "
-    "vegan vegetarian".split()
-)
-# Words after "call me" that are not a name ("call me back", "call me crazy").
-_NOT_CALLED = frozenset(
-    "back later crazy when if tomorrow tonight now maybe old a an the on at in by sometime "
-    "whatever anything something anytime soon again please that this it him her them what "
-    "whenever out".split()
-)
-
 LASTING = re.compile(
     r"\b(from now( on)?|from here on|every (answer|reply|response|message)|each (answer|reply)"
     r"|(no|none|nothing|not|without)\b[^.]*\bever|only [\w+#.]+ for me"
@@ -74,8 +56,9 @@ LASTING = re.compile(
 )
 # Markers that say outright that a request lasts, whatever else the sentence corrects.
 STRONG = re.compile(
-    r"\b(from now on|always|in (the )?future|going forward|every time|by default|remember"
-    r"|from here on|in general|for all|in every|all (of )?your)\b",
+    r"\b(from now on|always|in (the )?future|going forward|every time|each time|by default"
+    r"|remember|from here on|in general|for all|in every|all (of )?your|permanently|for good"
+    r"|forever)\b",
     re.IGNORECASE,
 )
 # "We rent, so nothing that damages paint": something about the user and what follows from it.
@@ -102,25 +85,11 @@ ONE_OFF = re.compile(
     r"|expand|rephrase) (it|this|that)\b)\b",
     re.IGNORECASE,
 )
-NAME = re.compile(
-    r"\b(?:call me|address me as|refer to me as|my name(?:'s| is)|i go by|you can call me"
-    r"|just call me|name'?s|i am called|i'?m called|(?:people|everyone|everybody|friends"
-    r"|they|most people|folks) (?:usually |just |all )?calls? me)\s+"
-    r"((?:(?:mr|mrs|ms|miss|dr|prof)\.?\s+)?[A-Za-z][\w'-]{1,30})",
-    re.IGNORECASE,
-)
-_IM_NAME = re.compile(
-    r"\b(?:[Ii]'?m|[Ii] am|[Tt]his is|[Ii]t'?s)\s+((?:(?:Mr|Mrs|Ms|Dr|Prof)\.?\s+)?"
-    r"[A-Z][a-z][\w'-]{0,30})\b(.*)$"
-)
-_IM_NAME_LOWER = re.compile(
-    r"\b(?:i'?m|im|i am|this is|it'?s|its)\s+([a-z][\w'-]{1,30})\s*,?\s+(?:btw|by the way|here)\b",
-    re.IGNORECASE,
-)
 FACT = re.compile(
     r"\b(?:i'?m|i am)\s+(?:a |an )?(?:(?:strict|lifelong|practicing|practising|full[- ]time|"
+    r"freelance|still|also|type [12]|"
     r"senior|junior|professional|retired|trained|registered|beginner|complete|total|huge)\s+)*"
-    r"(vegetarian|vegan|pescatarian|diabetic|allergic|lactose|gluten|coeliac|celiac|pregnant|"
+    r"(vegetarian|vegan|pescatarian|diabetic|asthmatic|epileptic|autistic|illustrator|allergic|lactose|gluten|coeliac|celiac|pregnant|"
     r"blind|deaf|colou?r ?blind|dyslexic|left[- ]handed|retired|nurse|doctor|teacher|student|"
     r"developer|programmer|engineer|designer|lawyer|accountant|scientist|researcher|writer|"
     r"parent|mother|father|mom|mum|dad|beginner|expert|novice|physician|pharmacist|chef|"
@@ -137,9 +106,13 @@ FACT = re.compile(
     r"dogs?|cats?|wife|husband|partner|allergy|allergies|diabetes|condition|mac|windows|"
     r"linux|iphone|android)\b"
     r"|\bmy (?:wife|husband|partner|kids?|children|son|daughter|dog|cat|job|work|company|"
-    r"team|stack|os|editor|diet|language|timezone|time zone|city|country|birthday|pronouns)"
-    r" (?:is|are|uses?|works?|lives?)\b"
-    r"|\bi (?:use|run|am on|'m on|work on|develop on) (?:a |an )?(?!it\b|this\b|that\b|them\b)"
+    r"team|stack|os|editor|diet|language|timezone|time zone|city|country|birthday|pronouns|"
+    r"field|background|area) (?:is|are|uses?|works?|lives?|has|have)\b"
+    r"|\bi (?:wear|need) (?:glasses|contacts|contact lenses|hearing aids?|a hearing aid)\b"
+    r"|\bi(?:'ve| have) got (?:a |an |two |three |\d+ )?(?:kids?|children|sons?|daughters?|"
+    r"\d+ ?(?:yr|year|month)s?[- ]old|allergy|diabetes|asthma|rsi|arthritis|adhd)\b"
+    r"|\bi (?:use|run|am (?:still )?on|'m (?:still )?on|work on|develop on) (?:a |an )?"
+    r"(?!it\b|this\b|that\b|them\b)"
     r"[A-Z][\w+#.]*"
     r"|\b(?:i'?m|i am) (?:in|at|near) [A-Z]"
     r"|\bmy pronouns\b|\bi use (?:he|she|they)/\b|\ballergic to\b|\bintolerant\b",
@@ -338,37 +311,6 @@ def kind_of(clause: str) -> str:
         if pattern.search(clause):
             return kind
     return "other"
-
-
-# what the user asks to be called wins over their full name ("My name is Nguyen Thi Linh, you
-# can call me Linh": Linh)
-CALL_ME = re.compile(
-    r"\b(?:call me|address me as|refer to me as|i go by|calls? me)\s+"
-    r"((?:(?:mr|mrs|ms|miss|dr|prof)\.?\s+)?[A-Za-z][\w'-]{1,30})",
-    re.IGNORECASE,
-)
-
-
-def name_in(clause: str) -> str | None:
-    m = CALL_ME.search(clause)
-    if m and m.group(1).lower() not in _NOT_CALLED:
-        return m.group(1)[:1].upper() + m.group(1)[1:]
-    m = NAME.search(clause)
-    if m and m.group(1).lower() not in _NOT_CALLED:
-        return m.group(1)[:1].upper() + m.group(1)[1:]
-    m = _IM_NAME.search(clause)
-    if m:
-        name, rest = m.group(1), m.group(2).strip(" .,!")
-        by_the_way = re.match(r"^(by the way|btw|here|,|by the by|not\b|, not\b)?", rest, re.I)
-        about_name = re.search(r"\b(my name|call me|use my|address me)\b", rest, re.I)
-        if name.lower() not in _NOT_NAMES and (
-            not rest or (by_the_way and by_the_way.group(1)) or about_name
-        ):
-            return name
-    m = _IM_NAME_LOWER.search(clause)
-    if m and m.group(1).lower() not in _NOT_NAMES | _NOT_CALLED:
-        return m.group(1)[:1].upper() + m.group(1)[1:]
-    return None
 
 
 def contentful(text: str) -> bool:

@@ -36,7 +36,7 @@ import re
 import sys
 from dataclasses import dataclass
 
-from clawd.signals.phrasing import name_in
+from clawd.signals.names import name_in
 
 VAGUE_SENTENCES = 2  # "keep it short": a sentence or two
 CLOSING = "\n\nWould you like"

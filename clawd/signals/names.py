@@ -1,0 +1,102 @@
+"""Names in a reply: what the user asks to be called ("call me Ana", "I'm Sam btw", "it's Dee,
+not Deirdre", "use inkmoth instead of my legal name").
+
+``name_in(clause)`` gives the name one clause asks for, or None; a name said as what nobody
+calls them ("nobody calls me Deirdre") or a word that is no name ("I go by everywhere") is not
+one. Run alone to see the name in a text::
+
+    python -m clawd.signals.names "also it's Dee btw, nobody calls me Deirdre"
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+
+from clawd.signals.phrasing import LANGUAGES
+
+# Capitalised words that follow "I'm" without being a name.
+_NOT_NAMES = frozenset(
+    LANGUAGES
+    + [w + "n" for w in ("america", "canadia", "australia", "asia", "africa", "europea")]
+    + "british irish scottish welsh brazilian mexican indian pakistani nigerian kenyan "
+    "egyptian israeli iranian iraqi afghan chilean peruvian colombian argentinian cuban "
+    "jewish muslim christian catholic buddhist hindu atheist sorry not just so here back "
+    "done fine ok okay good sure afraid confused tired busy new still also really very "
+    "gonna going trying asking looking wondering sick happy sad glad curious lost stuck "
+    "vegan vegetarian".split()
+)
+# Words after "call me" that are not a name ("call me back", "call me crazy").
+_NOT_CALLED = frozenset(
+    "back later crazy when if tomorrow tonight now maybe old a an the on at in by sometime "
+    "whatever anything something anytime soon again please that this it him her them what "
+    "whenever out everywhere anywhere online irl here there too also".split()
+)
+# "nobody calls me Deirdre": a name said as what the user is not called
+_NOT_SO = re.compile(
+    r"\b(?:nobody|no one|noone|never|don'?t|do not|doesn'?t|does not|not|stop|quit)\b"
+    r"[^,.;!?]{0,20}$",
+    re.IGNORECASE,
+)
+# "use inkmoth instead of my legal name"; "it's Dee, not Deirdre" (two capitalised words)
+_INSTEAD = re.compile(
+    r"\buse ([A-Za-z][\w'-]{1,30}) (?:instead of|rather than|not) my (?:\w+ )?name\b", re.I
+)
+_NOT_THAT = re.compile(r"\b[Ii]t'?s ([A-Z][a-z][\w'-]{0,30}),? not [A-Z][a-z]+")
+
+NAME = re.compile(
+    r"\b(?:call me|address me as|refer to me as|my name(?:'s| is)|i go by|you can call me"
+    r"|just call me|name'?s|i am called|i'?m called|(?:people|everyone|everybody|friends"
+    r"|they|most people|folks) (?:usually |just |all )?calls? me)\s+"
+    r"((?:(?:mr|mrs|ms|miss|dr|prof)\.?\s+)?[A-Za-z][\w'-]{1,30})",
+    re.IGNORECASE,
+)
+_IM_NAME = re.compile(
+    r"\b(?:[Ii]'?m|[Ii] am|[Tt]his is|[Ii]t'?s)\s+((?:(?:Mr|Mrs|Ms|Dr|Prof)\.?\s+)?"
+    r"[A-Z][a-z][\w'-]{0,30})\b(.*)$"
+)
+_IM_NAME_LOWER = re.compile(
+    r"\b(?:i'?m|im|i am|this is|it'?s|its)\s+([a-z][\w'-]{1,30})\s*,?\s+(?:btw|by the way|here)\b",
+    re.IGNORECASE,
+)
+# what the user asks to be called wins over their full name ("My name is Nguyen Thi Linh, you
+# can call me Linh": Linh)
+CALL_ME = re.compile(
+    r"\b(?:call me|address me as|refer to me as|i go by|calls? me)\s+"
+    r"((?:(?:mr|mrs|ms|miss|dr|prof)\.?\s+)?[A-Za-z][\w'-]{1,30})",
+    re.IGNORECASE,
+)
+
+
+def _called(m: re.Match[str] | None, clause: str) -> str | None:
+    """The name a "call me"-like match gives, unless it is no name or said as not theirs."""
+    if m is None or m.group(1).lower() in _NOT_CALLED or _NOT_SO.search(clause[: m.start()]):
+        return None
+    return m.group(1)[:1].upper() + m.group(1)[1:]
+
+
+def name_in(clause: str) -> str | None:
+    """The name ``clause`` asks the user to be called by, or None."""
+    m = _INSTEAD.search(clause) or _NOT_THAT.search(clause)
+    if m and m.group(1).lower() not in _NOT_NAMES:
+        return m.group(1)[:1].upper() + m.group(1)[1:]
+    name = _called(CALL_ME.search(clause), clause) or _called(NAME.search(clause), clause)
+    if name:
+        return name
+    m = _IM_NAME.search(clause)
+    if m:
+        name, rest = m.group(1), m.group(2).strip(" .,!")
+        by_the_way = re.match(r"^(by the way|btw|here|,|by the by|not\b|, not\b)?", rest, re.I)
+        about_name = re.search(r"\b(my name|call me|use my|address me)\b", rest, re.I)
+        if name.lower() not in _NOT_NAMES and (
+            not rest or (by_the_way and by_the_way.group(1)) or about_name
+        ):
+            return name
+    m = _IM_NAME_LOWER.search(clause)
+    if m and m.group(1).lower() not in _NOT_NAMES | _NOT_CALLED:
+        return m.group(1)[:1].upper() + m.group(1)[1:]
+    return None
+
+
+if __name__ == "__main__":
+    print(name_in(" ".join(sys.argv[1:])))
