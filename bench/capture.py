@@ -1,22 +1,25 @@
-"""Capture quality: which replies become memories, on a labelled set in eight voices.
+"""Capture quality: which replies become memories, on labelled replies in 29 voices.
 
 ``bench/data/memory_replies.jsonl`` holds replies to an assistant's answer, each labelled
 ``standing`` (a preference or fact that should hold from now on), ``oneoff`` (corrects this
 answer only) or ``neither``, with the standing ones' key word (the name, the number, the
 language). It is split once by voice: the rules of ``clawd.signals.memory`` were written
-looking at the ``FIT`` voices and at ``memory_replies_b.jsonl`` only (``fit``); the headline
-numbers are on the first set's other four voices (``heldout``) and on ``memory_replies_c.jsonl``
-(``blind``: five more voices by another writer, who saw neither the rules nor the other sets).
+looking at the ``FIT`` voices and at ``memory_replies_b``, ``_d`` and ``_e`` only (``fit``, which
+the classifier ``clawd.signals.standing`` is fitted on; ``--loo`` scores each of its voices with
+the classifier fitted on the others); the headline numbers are on the first set's other four
+voices (``heldout``) and on ``memory_replies_c.jsonl`` (``blind``: five more voices by another
+writer, who saw neither the rules nor the other sets; its items are never read).
 
 - precision: of the replies that made a memory, the share labelled standing;
 - recall: of the standing replies, the share that made a memory;
 - keeps: of the standing replies that made a memory, the share whose memory text holds the
   key word (so the preference survives the rewrite).
 
-Each with its 95% Wilson interval. Run alone (a second; no model)::
+Each with its 95% Wilson interval. Run alone (a second, ``--loo`` 15; no model)::
 
     python -m bench.capture                  # held-out voices, misses listed
     python -m bench.capture --split blind --out docs/bench/capture-blind.json
+    python -m bench.capture --split fit --loo --quiet   # how the threshold is chosen
 """
 
 from __future__ import annotations
@@ -40,6 +43,9 @@ BLIND = Path(__file__).parent / "data" / "memory_replies_c.jsonl"
 # A fourth, six more voices by a third writer (2026-12-07): measured blind once on arrival, then
 # its misses were read to widen the rules, so it counts with the fit sets from then on.
 FOURTH = Path(__file__).parent / "data" / "memory_replies_d.jsonl"
+# A fifth, five more voices by a fourth writer who saw none of the rules or sets (2026-12-07):
+# measured blind on arrival (before and after that day's first changes), then read and fitted on.
+FIFTH = Path(__file__).parent / "data" / "memory_replies_e.jsonl"
 FIT = ("terse", "polite", "annoyed", "casual")  # the voices the rules were written on
 
 
@@ -90,26 +96,58 @@ def score(rows: list[dict[str, Any]]) -> tuple[dict[str, Any], list[dict[str, An
     return figures, misses
 
 
+def leave_one_voice_out(rows: list[dict[str, Any]]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """``score`` on each voice of ``rows`` with the classifier fitted on the other voices only
+    (how the classifier's threshold is chosen); the figures summed over the voices."""
+    from clawd.signals import standing
+
+    fitted = standing._model
+    totals: dict[str, list[int]] = {}
+    misses: list[dict[str, Any]] = []
+    try:
+        for voice in sorted({r["voice"] for r in rows}):
+            others = [r for r in rows if r["voice"] != voice]
+            model = standing.fit([r["reply"] for r in others], [r["label"] for r in others])
+            standing._model = lambda model=model: model  # type: ignore[assignment]
+            figures, missed = score([r for r in rows if r["voice"] == voice])
+            misses += missed
+            for name, f in figures.items():
+                if isinstance(f, dict):
+                    totals.setdefault(name, [0, 0])
+                    totals[name][0] += f["k"]
+                    totals[name][1] += f["n"]
+    finally:
+        standing._model = fitted  # type: ignore[assignment]
+    return {"replies": len(rows), **{k: share(*v) for k, v in totals.items()}}, misses
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    splits = ("heldout", "blind", "fit", "fourth", "all")
+    splits = ("heldout", "blind", "fit", "fourth", "fifth", "all")
     ap.add_argument("--split", choices=splits, default="heldout")
     ap.add_argument("--out", type=Path)
     ap.add_argument("--quiet", action="store_true", help="no list of misses")
+    ap.add_argument(
+        "--loo",
+        action="store_true",
+        help="leave one voice out: fit the classifier without each voice, score that voice",
+    )
     args = ap.parse_args()
 
     def read(path: Path) -> list[dict[str, Any]]:
         return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
 
     first, second, blind, fourth = read(DATA), read(SECOND), read(BLIND), read(FOURTH)
+    fifth = read(FIFTH)
     rows = {
-        "fit": [r for r in first if r["voice"] in FIT] + second + fourth,
+        "fit": [r for r in first if r["voice"] in FIT] + second + fourth + fifth,
         "heldout": [r for r in first if r["voice"] not in FIT],
         "blind": blind,
+        "fifth": fifth,
         "fourth": fourth,
-        "all": first + second + blind + fourth,
+        "all": first + second + blind + fourth + fifth,
     }[args.split]
-    figures, misses = score(rows)
+    figures, misses = leave_one_voice_out(rows) if args.loo else score(rows)
     if not args.quiet:
         for m in misses:
             print(json.dumps(m, ensure_ascii=False))

@@ -42,13 +42,17 @@ _NOT_SO = re.compile(
 _INSTEAD = re.compile(
     r"\buse ([A-Za-z][\w'-]{1,30}) (?:instead of|rather than|not) my (?:\w+ )?name\b", re.I
 )
-_NOT_THAT = re.compile(r"\b[Ii]t'?s ([A-Z][a-z][\w'-]{0,30}),? not [A-Z][a-z]+")
+_NOT_THAT = re.compile(
+    r"\b[Ii]t'?s ([A-Z][a-z][\w'-]{0,30}),? not [A-Z][a-z]+"
+    # "it's Mrs Abernathy to you", "I prefer Dr. Osei"
+    r"|\b(?:[Ii] prefer|[Ii]t'?s|[Ii]ts) ((?:Mr|Mrs|Ms|Miss|Dr|Prof)\.? [A-Z][a-z][\w'-]*)"
+)
 
 NAME = re.compile(
     r"\b(?:call me|address me as|refer to me as|my name(?:'s| is)|i go by|you can call me"
     r"|just call me|name'?s|i am called|i'?m called|(?:people|everyone|everybody|friends"
-    r"|they|most people|folks) (?:usually |just |all )?calls? me)\s+"
-    r"((?:(?:mr|mrs|ms|miss|dr|prof)\.?\s+)?[A-Za-z][\w'-]{1,30})",
+    r"|they|most people|folks)(?: \w+){0,2}? (?:usually |just |all )?calls? me)\s+"
+    r"((?:(?:mr|mrs|ms|miss|dr|prof)\.?\s+)?[A-Za-z][\w'-]{1,30}(?-i:\s+[A-Z][a-z][\w'-]*)?)",
     re.IGNORECASE,
 )
 _IM_NAME = re.compile(
@@ -63,24 +67,27 @@ _IM_NAME_LOWER = re.compile(
 # can call me Linh": Linh)
 CALL_ME = re.compile(
     r"\b(?:call me|address me as|refer to me as|i go by|calls? me)\s+"
-    r"((?:(?:mr|mrs|ms|miss|dr|prof)\.?\s+)?[A-Za-z][\w'-]{1,30})",
+    r"((?:(?:mr|mrs|ms|miss|dr|prof)\.?\s+)?[A-Za-z][\w'-]{1,30}(?-i:\s+[A-Z][a-z][\w'-]*)?)",
     re.IGNORECASE,
 )
 
 
-def _called(m: re.Match[str] | None, clause: str) -> str | None:
-    """The name a "call me"-like match gives, unless it is no name or said as not theirs."""
-    if m is None or m.group(1).lower() in _NOT_CALLED or _NOT_SO.search(clause[: m.start()]):
-        return None
-    return m.group(1)[:1].upper() + m.group(1)[1:]
+def _called(pattern: re.Pattern[str], clause: str) -> str | None:
+    """The first name a "call me"-like ``pattern`` gives in ``clause`` that is a name and is
+    not said as what the user is not called."""
+    for m in pattern.finditer(clause):
+        if m.group(1).lower() not in _NOT_CALLED and not _NOT_SO.search(clause[: m.start()]):
+            return m.group(1)[:1].upper() + m.group(1)[1:]
+    return None
 
 
 def name_in(clause: str) -> str | None:
     """The name ``clause`` asks the user to be called by, or None."""
     m = _INSTEAD.search(clause) or _NOT_THAT.search(clause)
-    if m and m.group(1).lower() not in _NOT_NAMES:
-        return m.group(1)[:1].upper() + m.group(1)[1:]
-    name = _called(CALL_ME.search(clause), clause) or _called(NAME.search(clause), clause)
+    said = m and next(g for g in m.groups() if g)
+    if said and said.lower() not in _NOT_NAMES:
+        return said[:1].upper() + said[1:]
+    name = _called(CALL_ME, clause) or _called(NAME, clause)
     if name:
         return name
     m = _IM_NAME.search(clause)

@@ -37,7 +37,8 @@ LASTING = re.compile(
     r"|for what it'?s worth|incidentally|i should mention|if that changes|unless i"
     r"|(in )?subsequent|you (may|can|should) assume|assume (that )?i|don'?t ever"
     r"|my answers|that'?s (the|a|my) rule|from this point|going forward|moving forward"
-    r"|in (the )?future"
+    r"|in (the )?future|from here (on )?out|from this point|after this|hereafter|the default"
+    r"|(is|are) (what|how) i (want|like|prefer|need)|(not|never|don'?t|no) \w+( \w+)? with me"
     r"|for future|next time|every time|each time|all the time|whenever|in general|generally"
     r"|by default|as a rule|always|never|any more|anymore|remember|keep in mind|note that"
     r"|don'?t forget|for the future|from today|all (of )?your (answers|replies|responses)"
@@ -81,6 +82,7 @@ ONE_OFF = re.compile(
     r"|(in|for) this (case|one)|right now|today only|only here|this (answer|reply|response)"
     r"|that (answer|reply|response)|redo|re-?write (it|this|that)|try again|again please"
     r"|not that|i asked (for|about)|i meant|i said|wrong|you forgot|you missed|you made"
+    r"|should (be|say|read) [^,.;]+,? not"
     r"|instead of (that|this|it)|here|(make|do|write|redo|change|fix|rewrite|shorten|translate"
     r"|expand|rephrase) (it|this|that)\b)\b",
     re.IGNORECASE,
@@ -111,6 +113,10 @@ FACT = re.compile(
     r"|\bi (?:wear|need) (?:glasses|contacts|contact lenses|hearing aids?|a hearing aid)\b"
     r"|\bi(?:'ve| have) got (?:a |an |two |three |\d+ )?(?:kids?|children|sons?|daughters?|"
     r"\d+ ?(?:yr|year|month)s?[- ]old|allergy|diabetes|asthma|rsi|arthritis|adhd)\b"
+    r"|\bi (?:have|use|own) (?:a |an |the )?(?:\w+ )?(?:ipad|tablet|laptop|chromebook|kindle|pc"
+    r"|iphone|android|mac|macbook|pixel|samsung)\b"
+    r"|\bour (?:whole )?(?:place|farm|house|home|business|shop|restaurant|company|school|office"
+    r"|team|family|kitchen) (?:is|are|uses?|runs?)\b"
     r"|\bi (?:use|run|am (?:still )?on|'m (?:still )?on|work on|develop on) (?:a |an )?"
     r"(?!it\b|this\b|that\b|them\b)"
     r"[A-Z][\w+#.]*"

@@ -26,11 +26,16 @@ DATA = Path(__file__).parent / "data" / "standing.jsonl"
 
 @functools.lru_cache(maxsize=1)
 def _model() -> Any:
+    rows = [json.loads(line) for line in DATA.read_text(encoding="utf-8").splitlines() if line]
+    return fit([r["reply"] for r in rows], [r["label"] for r in rows])
+
+
+def fit(replies: list[str], labels: list[str]) -> Any:
+    """The classifier fitted on ``replies`` labelled ``standing`` / ``oneoff`` / ``neither``."""
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline, make_union
 
-    rows = [json.loads(line) for line in DATA.read_text(encoding="utf-8").splitlines() if line]
     features = make_union(
         TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True),
         TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 5), sublinear_tf=True),
@@ -38,7 +43,7 @@ def _model() -> Any:
     model = make_pipeline(
         features, LogisticRegression(C=4.0, max_iter=2000, class_weight="balanced")
     )
-    model.fit([r["reply"] for r in rows], [r["label"] == "standing" for r in rows])
+    model.fit(replies, [label == "standing" for label in labels])
     return model
 
 
