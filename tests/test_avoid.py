@@ -54,6 +54,7 @@ def served(engine: Engine, question: str, avoid: tuple[str, ...]) -> str:
     return generate_blocking(engine, prompt, params).content
 
 
+@pytest.mark.slow
 def test_the_engine_answers_without_a_list_markdown_or_emoji(smollm2: Engine) -> None:
     ask = "List five fruits as a numbered list."
     item = re.compile(r"^\s*(?:[-*+•]|\d+[.)])", re.M)

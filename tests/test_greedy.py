@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
 import torch
 
 from clawd.adapters.gate import general_prompts
@@ -81,8 +82,21 @@ def test_a_shaped_answer_opens_ends_and_asks_as_the_daemon_serves_it(
         assert sum(forced) == len(closing) + ended and len(text) > start + len(CLOSING)
     else:
         assert "?" in text
-    # under "Do not use lists." the loop bans what would start a list item, as the engine does:
-    # the model's own numbered list becomes lines without numbers
+
+
+@pytest.mark.slow
+def test_a_shaped_answer_avoids_what_the_memory_forbids(
+    smollm2_gguf: Path, torch_cache: Path
+) -> None:
+    """Under "Do not use lists." the loop bans what would start a list item, as the engine
+    does: the model's own numbered list becomes lines without numbers."""
+    from clawd.signals.shaping import shape_of
+    from clawd.training.greedy import shaped_answer
+
+    model, tok = torchmodel.load(smollm2_gguf, torch_cache)
+    model.eval()
+    template = ChatTemplate.from_gguf(smollm2_gguf)
+    eos = torchmodel.end_tokens(tok)
     msgs = [{"role": "user", "content": "List five fruits as a numbered list."}]
     prompt = tok(template.render(msgs), add_special_tokens=False)["input_ids"]
     item = re.compile(r"^\s*(?:[-*+•]|\d+[.)])", re.M)
