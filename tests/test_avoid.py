@@ -16,9 +16,23 @@ PIECES = [b"Hello", b" -", b"1", b".", b"\n-", b"**", b" world", b"\xf0\x9f", b"
 PIECES += [b"\xe2", b"\x80\x94", b"\x98\x80", "😊".encode(), b"`", b"\n\n", b"!", b"!\n"]
 
 
-def banned(avoid: str, content: str, pending: bytes = b"") -> set[bytes]:
-    ids = Avoider(TokenClasses(PIECES), [avoid]).banned(content, pending)
-    return {PIECES[i] for i in ids}
+def encode(text: str) -> list[int]:
+    """Longest match over PIECES, enough of a tokenizer for a phrase ([] where none fits)."""
+    out, rest = [], text.encode()
+    while rest:
+        fits = [i for i, p in enumerate(PIECES) if p and rest.startswith(p)]
+        if not fits:
+            return []
+        out.append(max(fits, key=lambda i: len(PIECES[i])))
+        rest = rest[len(PIECES[out[-1]]) :]
+    return out
+
+
+def banned(
+    avoid: str, content: str, pending: bytes = b"", ids: list[int] | None = None
+) -> set[bytes]:
+    got = Avoider(TokenClasses(PIECES, encode), [avoid]).banned(content, pending, ids)
+    return {PIECES[i] for i in got}
 
 
 def test_lists_are_banned_where_a_line_starts_and_nowhere_else() -> None:
@@ -38,6 +52,13 @@ def test_markdown_and_emoji_are_banned_anywhere_and_an_emoji_is_not_completed() 
     assert b"\x80\x94" not in banned("emoji", "Hi", pending=b"\xe2")
     assert banned("exclamations", "Hi") == {b"!", b"!\n"}
     assert banned("exclamations", "```\nprint(") == set()
+
+
+def test_a_phrase_loses_its_last_token_after_the_ones_before_it() -> None:
+    hello_world = [PIECES.index(b"Hello"), PIECES.index(b" world")]
+    assert banned('"Hello world"', "", ids=[]) == set()
+    assert banned('"Hello world"', "Hello", ids=hello_world[:1]) == {b" world"}
+    assert banned('"world"', "x", ids=[]) >= {b" world"}  # one token: banned everywhere
 
 
 @pytest.fixture(scope="module")
@@ -66,6 +87,10 @@ def test_the_engine_answers_without_a_list_markdown_or_emoji(smollm2: Engine) ->
     assert marked.search(served(smollm2, ask, ()))
     unmarked = served(smollm2, ask, ("markdown",))
     assert unmarked.strip() and not marked.search(unmarked), unmarked
+    ask = "What emoji would you use for happiness?"
+    assert "afraid" in served(smollm2, ask, ()).lower()
+    said = served(smollm2, ask, ('"I\'m afraid"',))
+    assert said.strip() and "i'm afraid" not in said.lower(), said
     ask = "Send me a smiley face emoji."
     emoji = re.compile("[\U0001f000-\U0001faff\u2600-\u27bf]")
     assert emoji.search(served(smollm2, ask, ()))

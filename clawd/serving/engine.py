@@ -149,7 +149,8 @@ class Engine:
         if self._classes is None:
             llm = self.llm
             self._classes = TokenClasses(
-                [llm.detokenize([i], special=False) for i in range(llm.n_vocab())]
+                [llm.detokenize([i], special=False) for i in range(llm.n_vocab())],
+                lambda text: llm.tokenize(text.encode(), add_bos=False, special=False),
             )
         return self._classes
 

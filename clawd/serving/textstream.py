@@ -208,11 +208,12 @@ class Answer:
         self.emit(self.stops.push(text), sampled=False)
         return True
 
-    def avoid_state(self) -> tuple[str, bytes] | None:
-        """The content so far and a character's pending bytes; None inside thinking."""
+    def avoid_state(self) -> tuple[str, bytes, list[int]] | None:
+        """The content so far, a character's pending bytes and the tokens served; None
+        inside thinking."""
         if self.think.thinking or self.shaper is None:
             return None
-        return self.shaper.text, self.detok.pending()
+        return self.shaper.text, self.detok.pending(), self.out_ids
 
     def starts_content(self, piece: bytes) -> bool:
         """Whether ``piece`` would begin the answer's content (after any thinking), judged on

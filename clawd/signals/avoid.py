@@ -1,4 +1,4 @@
-"""Decoding without what the memories forbid: lists, markdown, emoji, exclamation marks.
+"""Decoding without what the memories forbid: lists, markdown, emoji, "!", a phrase.
 
 A memory like "Do not use bullet points.", "No emojis." or "Plain text only." gives the answer's
 shape an ``avoid`` (``clawd.signals.shaping.avoids_of``). The engine then never samples a token
@@ -10,7 +10,9 @@ that would begin what is avoided, and the model writes on without it:
 - ``markdown``: "*", "`", "__" anywhere, and "#", ">" or a table's "|" at the start of a line;
 - ``emoji``: any token whose bytes hold an emoji, or end in the first bytes of one, or, after
   such first bytes, complete one (byte-level vocabularies split emoji across tokens);
-- ``exclamations``: any token with "!" outside a code block.
+- ``exclamations``: any token with "!" outside a code block;
+- a phrase (``'"great question"'``): its last token after the tokens before it, as written,
+  lower-case or capitalised, with or without a space before.
 
 Nothing is banned inside a thinking block. Tokens are classed once per model
 (``TokenClasses``, from each token's bytes); per step, ``Avoider.banned`` reads the content so
@@ -42,10 +44,13 @@ def _ids(pieces: list[bytes], keep: Iterable[bool]) -> np.ndarray:
 
 class TokenClasses:
     """Which tokens of one vocabulary (``pieces[i]``: token i's bytes) may begin what an answer
-    avoids, by where they would stand; computed once per model."""
+    avoids, by where they would stand; computed once per model. ``encode`` turns a phrase into
+    the vocabulary's ids (a phrase to avoid needs it)."""
 
-    def __init__(self, pieces: list[bytes]) -> None:
-        self.pieces = pieces
+    def __init__(
+        self, pieces: list[bytes], encode: Callable[[str], list[int]] | None = None
+    ) -> None:
+        self.pieces, self.encode = pieces, encode
         self.new_item = _ids(pieces, (bool(_NEW_ITEM.search(b)) for b in pieces))
         self.bullet = _ids(pieces, (bool(_BULLET.match(b)) for b in pieces))
         self.after_number = _ids(pieces, (b[:1] in (b".", b")") for b in pieces))
@@ -66,11 +71,26 @@ class Avoider:
 
     def __init__(self, classes: TokenClasses, avoid: Iterable[str]) -> None:
         self.classes, self.avoid = classes, set(avoid)
+        # a phrase ('"great question"'): its ids as written, capitalised and after a space
+        self.phrases: list[tuple[int, ...]] = []
+        for said in (a[1:-1] for a in self.avoid if a.startswith('"') and classes.encode):
+            for form in {said, said.lower(), said[:1].upper() + said[1:]}:
+                for text in (form, " " + form):
+                    ids = tuple(classes.encode(text))  # type: ignore[misc]
+                    if ids and ids not in self.phrases:
+                        self.phrases.append(ids)
 
-    def banned(self, content: str, pending: bytes = b"") -> np.ndarray:
+    def banned(
+        self, content: str, pending: bytes = b"", ids: list[int] | None = None
+    ) -> np.ndarray:
         """Token ids not to sample after ``content`` (the answer's text so far), ``pending``
-        being the bytes of a character that is not complete yet."""
+        being the bytes of a character that is not complete yet and ``ids`` the answer's
+        tokens so far (a phrase's last token is banned after the tokens before it)."""
         c, out = self.classes, []
+        for phrase in self.phrases:
+            before = len(phrase) - 1
+            if not before or (ids is not None and tuple(ids[len(ids) - before :]) == phrase[:-1]):
+                out.append(np.array(phrase[-1:], np.intp))
         line = content.rsplit("\n", 1)[-1]
         at_start = not line.strip() and not pending
         in_code = content.count("```") % 2 == 1
@@ -97,10 +117,11 @@ class Avoider:
         return np.concatenate(out) if out else np.array([], np.intp)
 
     def processor(
-        self, state: Callable[[], tuple[str, bytes] | None]
+        self, state: Callable[[], tuple[str, bytes, list[int]] | None]
     ) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
         """A llama.cpp logits processor that bans, at each step, what ``banned`` says for
-        ``state()``: the content so far and the pending bytes (None: ban nothing now)."""
+        ``state()``: the content so far, the pending bytes and the answer's tokens (None: ban
+        nothing now)."""
 
         def keep(_input_ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
             now = state()

@@ -18,8 +18,9 @@ for the model are kept there too, from the memories in the answer's context:
   that ends without a question goes on with a new paragraph opened by "Would you like", which
   the model finishes, up to its first question mark;
 - what to **avoid** ("Do not use bullet points.", "No emojis.", "Plain text only.", "No
-  exclamation marks."): lists, markdown, emoji or "!"; the tokens that would begin one are
-  never sampled (``clawd.signals.avoid``), so the model writes on without them.
+  exclamation marks.", "Never say 'great question'.", "Don't use the word delve."): lists,
+  markdown, emoji, "!" or a phrase (kept in quotes); the tokens that would begin one (or end
+  the phrase) are never sampled (``clawd.signals.avoid``), so the model writes on without them.
 
 Everything else (a language, a tone, a fact) stays the system message's. The opening and the
 closing words are the only words not sampled; they are recorded as part of the answer, so
@@ -123,6 +124,12 @@ _PROSE = re.compile(
     r"|\b(?:proper|normal|full|whole|flowing|plain|connected) (?:paragraphs?|sentences)\b",
     re.I,
 )
+# "never say 'great question'", "drop the 'As an AI' bit", "don't use the word delve"
+_SAYING = re.compile(
+    rf"{_NO}[^\"'“‘.]{{0,40}}?[\"'“‘]([^\"”’]{{2,40}}?)[!?.,]?[\"'”’](?!\w)"
+    rf"|{_NO}[^.]{{0,30}}?\bthe (?:word|phrase|term) [\"'“‘]?([A-Za-z][\w-]{{1,30}})",
+    re.I,
+)
 _PLAIN = re.compile(r"\bplain[- ](?:text|words)\b|\bunformatted\b", re.I)
 _ASKS_BACK = re.compile(
     r"\b(end|finish|close|wrap)\w*\b[^.]{0,40}\bquestions?\b|\bfollow[- ]?up questions?\b"
@@ -203,6 +210,8 @@ def avoids_of(text: str) -> set[str]:
         out.add("markdown")
     if "markdown" in out and re.search(r"\bformatting\b", text, re.I):
         out.add("lists")  # "no formatting": no lists either
+    for m in _SAYING.finditer(text):
+        out.add(f'"{(m.group(1) or m.group(2)).strip()}"')  # a phrase, in quotes
     return out
 
 

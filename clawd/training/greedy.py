@@ -112,7 +112,7 @@ def shaped_decode(
         return True
 
     while len(out) < max_tokens:
-        banned = avoider.banned(shaper.text) if avoider and not thinking else nothing
+        banned = avoider.banned(shaper.text, ids=out) if avoider and not thinking else nothing
         token = next_token(feed, banned)
         feed.clear()
         if is_end(token):
@@ -181,7 +181,10 @@ def token_classes(tok: Any) -> TokenClasses:
     """A transformers tokenizer's tokens classed for ``clawd.signals.avoid`` (a token that is
     part of a character decodes as U+FFFD, so what it begins is not seen: emoji that begin
     in one such token and end in another are not banned here, unlike in the engine)."""
-    return TokenClasses([tok.decode([i]).encode() for i in range(len(tok))])
+    return TokenClasses(
+        [tok.decode([i]).encode() for i in range(len(tok))],
+        lambda text: tok(text, add_special_tokens=False)["input_ids"],
+    )
 
 
 def script_model(module: str) -> tuple[Any, Any, list[list[int]], list[int]]:

@@ -97,7 +97,7 @@ def served_answer(scorer: Any, prompt: list[int], memory: str) -> tuple[list[int
         ANSWER_TOKENS,
         scorer.is_end,
         scorer.llm.token_eos(),
-        TokenClasses(scorer.pieces()) if shape.avoid else None,
+        TokenClasses(scorer.pieces(), scorer.encode) if shape.avoid else None,
     )
 
 
