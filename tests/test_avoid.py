@@ -35,9 +35,11 @@ def banned(
     return {PIECES[i] for i in got}
 
 
-def test_lists_are_banned_where_a_line_starts_and_nowhere_else() -> None:
+def test_lists_are_banned_until_a_line_has_a_word_and_nowhere_else() -> None:
     assert {b" -", b"\n-", b"**"} <= banned("lists", "")
-    assert b" -" in banned("lists", "Tea.\n") and b"1" not in banned("lists", "Tea.\n")
+    # a line opens with a word: not a number, a bullet or a symbol (nor a new line's bytes)
+    assert {b" -", b"1", b"#", b"\xe2"} <= banned("lists", "Tea.\n")
+    assert not {b"Hello", b"\n\n"} & banned("lists", "Tea.\n")
     assert banned("lists", "Boil the water - then wait") == {b"\n-"}
     assert b"." in banned("lists", "Tea.\n2") and b"." not in banned("lists", "It is 2")
     assert banned("lists", "```\n") == set()  # inside code, a line may start with anything
@@ -82,6 +84,8 @@ def test_the_engine_answers_without_a_list_markdown_or_emoji(smollm2: Engine) ->
     assert item.search(served(smollm2, ask, ()))  # the model's own answer is a list
     plain = served(smollm2, ask, ("lists",))
     assert plain.strip() and not item.search(plain), plain
+    # and not a list in disguise ("1\n2\n3"): every line has words
+    assert all(re.search("[A-Za-z]{2}", line) for line in plain.splitlines() if line.strip())
     ask = "Show me a Python function that adds two numbers."
     marked = re.compile(r"\*|`|^\s*[#|]", re.M)
     assert marked.search(served(smollm2, ask, ()))

@@ -106,6 +106,7 @@ def test_a_shaped_answer_avoids_what_the_memory_forbids(
     answer, forced = shaped_answer(model, prompt, shape, tok, 64, eos)
     text = tok.decode(answer, skip_special_tokens=True)
     assert text.strip() and not item.search(text) and sum(forced) <= 1, text
+    assert all(re.search("[A-Za-z]{2}", line) for line in text.splitlines() if line.strip())
 
 
 def test_a_thinking_models_shape_starts_after_its_thinking(

@@ -4,7 +4,8 @@ A memory like "Do not use bullet points.", "No emojis." or "Plain text only." gi
 shape an ``avoid`` (``clawd.signals.shaping.avoids_of``). The engine then never samples a token
 that would begin what is avoided, and the model writes on without it:
 
-- ``lists``: at the start of a line, a bullet ("-", "*", "•", "+") or a number with "." or ")";
+- ``lists``: while a line has no letter yet, anything but a word or a quote (a bullet, a
+  number, a symbol: a model kept from "1." writes "1\n2\n3" or "⑴" otherwise);
   a token that opens such a line after a new line anywhere in it; and "." or ")" after a line
   that holds only a number so far;
 - ``markdown``: "*", "`", "__" anywhere, and "#", ">" or a table's "|" at the start of a line;
@@ -32,7 +33,6 @@ import numpy as np
 _EMOJI = re.compile("[\U0001f000-\U0001faff\u2600-\u27bf\u2b50\u2b55\ufe0f]")
 # the first bytes of an emoji's UTF-8 (a token that ends in one is on its way to an emoji)
 _EMOJI_PREFIX = re.compile(rb"(\xf0\x9f?.?|\xe2[\x98-\x9e]|\xe2\xad|\xef\xb8)$", re.S)
-_BULLET = re.compile(rb"^[ \t]*(?:[-*+]|\xe2\x80\xa2|\d+[.)])")
 _NEW_ITEM = re.compile(rb"\n[ \t]*(?:[-*+]|\xe2\x80\xa2|\d+[.)])")
 _MARKUP = re.compile(rb"[*`]|__|\n[ \t]*[#>|]")
 _LINE_MARK = re.compile(rb"^[ \t]*[#>|]")
@@ -52,7 +52,7 @@ class TokenClasses:
     ) -> None:
         self.pieces, self.encode = pieces, encode
         self.new_item = _ids(pieces, (bool(_NEW_ITEM.search(b)) for b in pieces))
-        self.bullet = _ids(pieces, (bool(_BULLET.match(b)) for b in pieces))
+        self.bullet = _ids(pieces, (not _opens_line(b) for b in pieces))
         self.after_number = _ids(pieces, (b[:1] in (b".", b")") for b in pieces))
         self.markup = _ids(pieces, (bool(_MARKUP.search(b)) for b in pieces))
         self.line_mark = _ids(pieces, (bool(_LINE_MARK.match(b)) for b in pieces))
@@ -60,6 +60,16 @@ class TokenClasses:
         self.bang = _ids(pieces, (b"!" in b for b in pieces))
         # tokens that open with a continuation byte: they may complete an emoji begun before
         self.continuing = _ids(pieces, (bool(b) and 0x80 <= b[0] < 0xC0 for b in pieces))
+
+
+def _opens_line(piece: bytes) -> bool:
+    """Whether ``piece`` may open a line of prose: it starts (after spaces) with a letter, a
+    quote or a new line, or is empty."""
+    try:
+        text = piece.decode("utf-8").lstrip(" \t")
+    except UnicodeDecodeError:
+        return False
+    return not text or text[0].isalpha() or text[0] in "\"'“‘\n\r"
 
 
 def _is_emoji(piece: bytes) -> bool:
@@ -93,12 +103,13 @@ class Avoider:
                 out.append(np.array(phrase[-1:], np.intp))
         line = content.rsplit("\n", 1)[-1]
         at_start = not line.strip() and not pending
+        no_word = not any(ch.isalpha() for ch in line) and not pending
         in_code = content.count("```") % 2 == 1
         if "exclamations" in self.avoid and not in_code:
             out.append(c.bang)
         if "lists" in self.avoid and not in_code:
             out.append(c.new_item)
-            if at_start:
+            if no_word:
                 out.append(c.bullet)
             elif line.strip().isdigit() and not pending:
                 out.append(c.after_number)
