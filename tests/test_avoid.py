@@ -14,6 +14,7 @@ from clawd.signals.shaping import Shape
 
 PIECES = [b"Hello", b" -", b"1", b".", b"\n-", b"**", b" world", b"\xf0\x9f", b"\x98\x8a", b"#"]
 PIECES += [b"\xe2", b"\x80\x94", b"\x98\x80", "😊".encode(), b"`", b"\n\n", b"!", b"!\n"]
+PIECES += [b"<think>", b""]  # a thinking tag, an end-of-turn token (no text)
 
 
 def encode(text: str) -> list[int]:
@@ -39,7 +40,7 @@ def test_lists_are_banned_until_a_line_has_a_word_and_nowhere_else() -> None:
     assert {b" -", b"\n-", b"**"} <= banned("lists", "")
     # a line opens with a word: not a number, a bullet or a symbol (nor a new line's bytes)
     assert {b" -", b"1", b"#", b"\xe2"} <= banned("lists", "Tea.\n")
-    assert not {b"Hello", b"\n\n"} & banned("lists", "Tea.\n")
+    assert not {b"Hello", b"\n\n", b"<think>"} & banned("lists", "")
     assert banned("lists", "Boil the water - then wait") == {b"\n-"}
     assert b"." in banned("lists", "Tea.\n2") and b"." not in banned("lists", "It is 2")
     assert banned("lists", "```\n") == set()  # inside code, a line may start with anything

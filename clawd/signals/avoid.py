@@ -30,6 +30,8 @@ from collections.abc import Callable, Iterable
 
 import numpy as np
 
+from clawd.chattemplate import THINK_CLOSE, THINK_OPEN
+
 _EMOJI = re.compile("[\U0001f000-\U0001faff\u2600-\u27bf\u2b50\u2b55\ufe0f]")
 # the first bytes of an emoji's UTF-8 (a token that ends in one is on its way to an emoji)
 _EMOJI_PREFIX = re.compile(rb"(\xf0\x9f?.?|\xe2[\x98-\x9e]|\xe2\xad|\xef\xb8)$", re.S)
@@ -64,11 +66,13 @@ class TokenClasses:
 
 def _opens_line(piece: bytes) -> bool:
     """Whether ``piece`` may open a line of prose: it starts (after spaces) with a letter, a
-    quote or a new line, or is empty."""
+    quote or a new line, is empty (an end-of-turn token) or is a thinking tag."""
     try:
         text = piece.decode("utf-8").lstrip(" \t")
     except UnicodeDecodeError:
         return False
+    if text.strip() in (THINK_OPEN, THINK_CLOSE):
+        return True  # a thinking model's tags: the thinking is no line of the answer
     return not text or text[0].isalpha() or text[0] in "\"'“‘\n\r"
 
 
