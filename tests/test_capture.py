@@ -41,6 +41,8 @@ def test_the_new_users_reply_makes_a_name_and_a_length() -> None:
         ("curtains done. I'm type 1 diabetic tho so skipping food isn't an option", "fact", "1"),
         ("thx. i wear glasses tho so over-ear ones hurt, are the earbuds ok?", "fact", "glasses"),
         ("drop the 'great question' bit, permanently. just answer", "other", "great question"),
+        ("my kids read over my shoulder, so answers should never have swearing", "fact", "swear"),
+        ("My code should always have type hints.", "format", "type hints"),
     ],
 )
 def test_standing_statements_become_memories_that_keep_their_words(

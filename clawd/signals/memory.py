@@ -128,8 +128,11 @@ _QUESTION = re.compile(
 
 
 # "I always mix them up", "we always end up making too much": a habit, not a request
+_MODAL = r"(?!(?:should|must|will|would|can|could|shall|need|needs|ought|has to|have to)\b)"
 _MY_HABIT = re.compile(
-    r"(?:\b(?:i|i'?m|im|we|we'?re|he|she|they|it|(?:my|our) (?:\w+ )?\w+)\s+(?:\w+\s+)?"
+    rf"(?:\b(?:i|i'?m|im|we|we'?re|he|she|they|it|(?:my|our) (?:{_MODAL}\w+ )?{_MODAL}\w+)\s+"
+    # not "my kids should never see ...": a modal makes it a rule
+    rf"(?:{_MODAL}\w+\s+)?"
     r"(?:always|never|forever)|\bevery time (?:i|we|my)\b)"
     r"(?!\s+(?:want|wants|need|needs|prefer|prefers|like|likes|love|hate|appreciate)\b)",
     re.I,
