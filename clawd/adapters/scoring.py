@@ -32,7 +32,6 @@ class Scorer:
             verbose=False,
         )
         self._adapter: Any = None
-        self._pieces: list[bytes] | None = None
 
     def set_adapter(self, path: Path | None) -> None:
         import llama_cpp
@@ -110,13 +109,6 @@ class Scorer:
     def response_logprobs(self, prompt: list[int], response: list[int]) -> np.ndarray:
         lp = self.log_softmax(prompt + response, len(prompt) - 1)
         return lp[np.arange(len(response)), response]
-
-    def pieces(self) -> list[bytes]:
-        """Each token's bytes, by id (read once)."""
-        if self._pieces is None:
-            llm = self.llm
-            self._pieces = [llm.detokenize([i], special=False) for i in range(llm.n_vocab())]
-        return self._pieces
 
     def close(self) -> None:
         self.set_adapter(None)

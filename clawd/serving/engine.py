@@ -31,7 +31,7 @@ from typing import Any
 
 from clawd.chattemplate import THINK_OPEN, ChatTemplate, TemplateError
 from clawd.serving.textstream import Answer, Delta
-from clawd.signals.avoid import Avoider, TokenClasses
+from clawd.signals.avoid import Avoider, llama_classes
 from clawd.signals.shaping import CLOSING, Shape
 
 
@@ -106,7 +106,6 @@ class Engine:
         self.adapter_version: str | None = None
         self.llm: Any = None
         self.thinks = False  # set by load: whether the model has a <think> token
-        self._classes: TokenClasses | None = None  # the vocabulary's classes, when first asked
         # (priority, arrival, job): control jobs (adapter switches) go before waiting requests,
         # requests among themselves first come, first served.
         self._jobs: queue.PriorityQueue[tuple[int, int, _Job | None]] = queue.PriorityQueue()
@@ -143,16 +142,6 @@ class Engine:
         self.thinks = len(self.tokenize(THINK_OPEN)) == 1
         self._worker = threading.Thread(target=self._run, name="clawd-engine", daemon=True)
         self._worker.start()
-
-    def token_classes(self) -> TokenClasses:
-        """The model's tokens classed for ``clawd.signals.avoid`` (built on first use)."""
-        if self._classes is None:
-            llm = self.llm
-            self._classes = TokenClasses(
-                [llm.detokenize([i], special=False) for i in range(llm.n_vocab())],
-                lambda text: llm.tokenize(text.encode(), add_bos=False, special=False),
-            )
-        return self._classes
 
     def close(self) -> None:
         if self._worker:
@@ -256,7 +245,7 @@ class Engine:
             grammar = LlamaGrammar.from_string(params.grammar, verbose=False)
         avoid = None
         if params.shape and params.shape.avoid:
-            avoider = Avoider(self.token_classes(), params.shape.avoid)
+            avoider = Avoider(llama_classes(llm), params.shape.avoid)
             avoid = [avoider.processor(answer.avoid_state)]
         restart = True
         while restart and len(out_ids) < budget:

@@ -5,9 +5,8 @@ shape an ``avoid`` (``clawd.signals.shaping.avoids_of``). The engine then never 
 that would begin what is avoided, and the model writes on without it:
 
 - ``lists``: while a line has no letter yet, anything but a word or a quote (a bullet, a
-  number, a symbol: a model kept from "1." writes "1\n2\n3" or "⑴" otherwise);
-  a token that opens such a line after a new line anywhere in it; and "." or ")" after a line
-  that holds only a number so far;
+  number, a symbol: a model kept from "1." writes "1\n2\n3" or "⑴" otherwise); and a token
+  that opens an item after a new line anywhere in it;
 - ``markdown``: "*", "`", "__" anywhere, and "#", ">" or a table's "|" at the start of a line;
 - ``emoji``: any token whose bytes hold an emoji, or end in the first bytes of one, or, after
   such first bytes, complete one (byte-level vocabularies split emoji across tokens);
@@ -16,8 +15,9 @@ that would begin what is avoided, and the model writes on without it:
   lower-case or capitalised, with or without a space before.
 
 Nothing is banned inside a thinking block. Tokens are classed once per model
-(``TokenClasses``, from each token's bytes); per step, ``Avoider.banned`` reads the content so
-far and the bytes of a character not yet complete. Run alone to see what one model bans::
+(``TokenClasses``, from each token's bytes; ``llama_classes`` for a llama.cpp model); per
+step, ``Avoider.banned`` reads the content so far and the bytes of a character not yet
+complete. Run alone to see what one model bans::
 
     python -m clawd.signals.avoid MODEL.gguf lists emoji
 """
@@ -26,7 +26,9 @@ from __future__ import annotations
 
 import re
 import sys
+import weakref
 from collections.abc import Callable, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -55,13 +57,28 @@ class TokenClasses:
         self.pieces, self.encode = pieces, encode
         self.new_item = _ids(pieces, (bool(_NEW_ITEM.search(b)) for b in pieces))
         self.bullet = _ids(pieces, (not _opens_line(b) for b in pieces))
-        self.after_number = _ids(pieces, (b[:1] in (b".", b")") for b in pieces))
         self.markup = _ids(pieces, (bool(_MARKUP.search(b)) for b in pieces))
         self.line_mark = _ids(pieces, (bool(_LINE_MARK.match(b)) for b in pieces))
         self.emoji = _ids(pieces, (_is_emoji(b) for b in pieces))
         self.bang = _ids(pieces, (b"!" in b for b in pieces))
         # tokens that open with a continuation byte: they may complete an emoji begun before
         self.continuing = _ids(pieces, (bool(b) and 0x80 <= b[0] < 0xC0 for b in pieces))
+
+
+_LLAMA_CLASSES: weakref.WeakKeyDictionary[Any, TokenClasses] = weakref.WeakKeyDictionary()
+
+
+def llama_classes(llm: Any) -> TokenClasses:
+    """The tokens of a llama.cpp model (``llama_cpp.Llama``) classed, once per model object."""
+    if llm not in _LLAMA_CLASSES:
+        model = weakref.ref(llm)  # the classes must not keep the model alive
+
+        def encode(text: str) -> list[int]:
+            return model().tokenize(text.encode(), add_bos=False, special=False)  # type: ignore[union-attr]
+
+        pieces = [llm.detokenize([i], special=False) for i in range(llm.n_vocab())]
+        _LLAMA_CLASSES[llm] = TokenClasses(pieces, encode)
+    return _LLAMA_CLASSES[llm]
 
 
 def _opens_line(piece: bytes) -> bool:
@@ -115,8 +132,6 @@ class Avoider:
             out.append(c.new_item)
             if no_word:
                 out.append(c.bullet)
-            elif line.strip().isdigit() and not pending:
-                out.append(c.after_number)
         if "markdown" in self.avoid:
             out.append(c.markup)
             if at_start:
@@ -151,7 +166,7 @@ if __name__ == "__main__":
     from llama_cpp import Llama
 
     llm = Llama(model_path=sys.argv[1], vocab_only=True, verbose=False)
-    classes = TokenClasses([llm.detokenize([i], special=False) for i in range(llm.n_vocab())])
+    classes = llama_classes(llm)
     kinds = sys.argv[2:] or ["lists", "markdown", "emoji"]
     for where in ("", "Some text.\n"):
         ids = Avoider(classes, kinds).banned(where)

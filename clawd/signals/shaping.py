@@ -150,7 +150,7 @@ class Shape:
     limit: int | None = None
     unit: str | None = None  # "words", "sentences" or "paragraphs"
     closing: bool = False
-    avoid: tuple[str, ...] = ()  # of AVOIDABLE's kinds, sorted
+    avoid: tuple[str, ...] = ()  # AVOIDABLE's kinds and quoted phrases, sorted
 
     def __bool__(self) -> bool:
         return bool(self.opening or self.limit or self.closing or self.avoid)
@@ -202,7 +202,8 @@ def limit_of(text: str) -> tuple[int, str] | None:
 
 
 def avoids_of(text: str) -> set[str]:
-    """What a memory says answers should go without: of "lists", "markdown" and "emoji"."""
+    """What a memory says answers should go without: of ``AVOIDABLE``'s kinds, and phrases
+    (in double quotes: ``'"great question"'``)."""
     out = {kind for kind, pattern in _AVOID.items() if pattern.search(text)}
     if _PROSE.search(text):
         out.add("lists")

@@ -82,7 +82,7 @@ def served_answer(scorer: Any, prompt: list[int], memory: str) -> tuple[list[int
     """The gap measurement's answer (``clawd.adapters.memgap.Served``): greedy, in llama.cpp,
     under the memory's shape as the daemon serves a conversation's first answer."""
     from clawd.adapters.memgap import ANSWER_TOKENS
-    from clawd.signals.avoid import TokenClasses
+    from clawd.signals.avoid import llama_classes
     from clawd.signals.shaping import shape_of
     from clawd.training.greedy import shaped_decode
 
@@ -97,7 +97,7 @@ def served_answer(scorer: Any, prompt: list[int], memory: str) -> tuple[list[int
         ANSWER_TOKENS,
         scorer.is_end,
         scorer.llm.token_eos(),
-        TokenClasses(scorer.pieces(), scorer.encode) if shape.avoid else None,
+        llama_classes(scorer.llm) if shape.avoid else None,
     )
 
 
