@@ -19,6 +19,7 @@ about 1 minute a user on 2 cores)::
 
     python -m bench.memory
     python -m bench.memory --users brief,sam --samples 2 --out docs/bench/memory.json
+    python -m bench.memory --file bench/data/users-blind-a.json   # users of a file alone
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from typing import Any
 
 from bench.capture import wilson
 from bench.personas import PERSONAS, Persona, SimulatedUser
-from bench.users import load
+from bench.users import UsersFileError, load
 from clawd.config import load_settings
 from clawd.models import resolve
 from clawd.serving.engine import Engine, GenParams, generate_blocking
@@ -47,7 +48,13 @@ MAX_TOKENS = 96  # as bench.learning's evaluation
 TEMPERATURE = 0.7  # the daemon's default
 
 
-def all_users() -> dict[str, Persona]:
+def all_users(files: list[Path] | None = None) -> dict[str, Persona]:
+    """The personas and the users of the shipped files, or of ``files`` alone when given."""
+    if files:
+        users: dict[str, Persona] = {}
+        for path in files:
+            users.update(load(path))
+        return users
     users = dict(PERSONAS)
     for name in ("users-heldout.json", "users-new.json"):
         if (DATA / name).exists():
@@ -103,13 +110,22 @@ def share(flags: list[bool]) -> dict[str, Any]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--users", default="", help="comma-separated names (default: all)")
+    ap.add_argument(
+        "--file",
+        type=Path,
+        action="append",
+        help="a users file (bench/users.py) to run instead of the shipped users; repeatable",
+    )
     ap.add_argument("--samples", type=int, default=2, help="answers per held-out prompt")
     ap.add_argument("--replies", type=int, default=8, help="most replies before giving up")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--model", default="")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
-    users = all_users()
+    try:
+        users = all_users(args.file)
+    except UsersFileError as e:
+        ap.error(f"--file: {e}")
     names = [n for n in args.users.split(",") if n] or list(users)
     if unknown := [n for n in names if n not in users]:
         ap.error(f"--users: unknown {unknown}; known: {', '.join(users)}")
