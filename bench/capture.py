@@ -46,6 +46,9 @@ FOURTH = Path(__file__).parent / "data" / "memory_replies_d.jsonl"
 # A fifth, five more voices by a fourth writer who saw none of the rules or sets (2026-12-07):
 # measured blind on arrival (before and after that day's first changes), then read and fitted on.
 FIFTH = Path(__file__).parent / "data" / "memory_replies_e.jsonl"
+# A sixth, five more voices by a fifth writer who saw none of the rules or sets (2026-12-07,
+# eighth session): measured blind on arrival.
+SIXTH = Path(__file__).parent / "data" / "memory_replies_f.jsonl"
 FIT = ("terse", "polite", "annoyed", "casual")  # the voices the rules were written on
 
 
@@ -123,7 +126,7 @@ def leave_one_voice_out(rows: list[dict[str, Any]]) -> tuple[dict[str, Any], lis
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    splits = ("heldout", "blind", "fit", "fourth", "fifth", "all")
+    splits = ("heldout", "blind", "fit", "fourth", "fifth", "sixth", "all")
     ap.add_argument("--split", choices=splits, default="heldout")
     ap.add_argument("--out", type=Path)
     ap.add_argument("--quiet", action="store_true", help="no list of misses")
@@ -138,14 +141,15 @@ def main() -> None:
         return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
 
     first, second, blind, fourth = read(DATA), read(SECOND), read(BLIND), read(FOURTH)
-    fifth = read(FIFTH)
+    fifth, sixth = read(FIFTH), read(SIXTH)
     rows = {
         "fit": [r for r in first if r["voice"] in FIT] + second + fourth + fifth,
         "heldout": [r for r in first if r["voice"] not in FIT],
         "blind": blind,
         "fifth": fifth,
         "fourth": fourth,
-        "all": first + second + blind + fourth + fifth,
+        "sixth": sixth,
+        "all": first + second + blind + fourth + fifth + sixth,
     }[args.split]
     figures, misses = leave_one_voice_out(rows) if args.loo else score(rows)
     if not args.quiet:

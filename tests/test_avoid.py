@@ -55,6 +55,11 @@ def test_markdown_and_emoji_are_banned_anywhere_and_an_emoji_is_not_completed() 
     assert b"\x80\x94" not in banned("emoji", "Hi", pending=b"\xe2")
     assert banned("exclamations", "Hi") == {b"!", b"!\n"}
     assert banned("exclamations", "```\nprint(") == set()
+    assert banned("newlines", "Hi") == {b"\n-", b"\n\n", b"!\n"}
+    assert banned("newlines", "```\nx = 1") == set()  # code keeps its lines
+    # a closing question may end only with its "?": no ".", "!", new line or end of turn
+    asked = Avoider(TokenClasses(PIECES, encode), []).banned("Would you like", asking=True)
+    assert {PIECES[i] for i in asked} == {b".", b"\n-", b"\n\n", b"!", b"!\n", b""}
 
 
 def test_a_phrase_loses_its_last_token_after_the_ones_before_it() -> None:
@@ -101,3 +106,7 @@ def test_the_engine_answers_without_a_list_markdown_or_emoji(smollm2: Engine) ->
     assert emoji.search(served(smollm2, ask, ()))
     answer = served(smollm2, ask, ("emoji",))
     assert not emoji.search(answer), answer
+    ask = "Give me three tips for sleeping better."
+    assert "\n" in served(smollm2, ask, ()).strip()
+    one_block = served(smollm2, ask, ("newlines",))
+    assert one_block.strip() and "\n" not in one_block.strip(), one_block

@@ -70,6 +70,10 @@ def test_the_name_a_memory_gives(text: str, name: str | None) -> None:
         ("Stop with the exclamation marks.", {"exclamations"}),
         ("Drop the 'great question!' bit, permanently.", {'"great question"'}),
         ("Don't use the word delve.", {'"delve"'}),
+        ("One paragraph, no line breaks.", {"newlines"}),
+        ("Keep answers to one line.", {"newlines"}),
+        ("The user wants a single block of text.", {"newlines"}),
+        ("Two paragraphs at most.", set()),
         ("The user's dog is called 'Rex'.", set()),
         ("Use bullet points.", set()),
         ("Emojis are fine.", set()),
@@ -205,6 +209,9 @@ def test_the_engine_keeps_a_limit_and_asks_the_closing_question(smollm2: Engine)
             engine, "Tell me about Rome.", Shape(limit=1, unit="sentences", closing=True), seed
         )
         assert CLOSING in asked.content and asked.content.rstrip().endswith("?"), asked.content
+        line = Shape(limit=1, unit="sentences", closing=True, avoid=("newlines",))
+        one_line = answer(engine, "Tell me about Rome.", line, seed).content.strip()
+        assert "\n" not in one_line and one_line.endswith("?"), one_line
         # a client's max_tokens leaves room for the question: it is asked before they run out
         tight = answer(engine, "Explain photosynthesis.", Shape(closing=True), seed, max_tokens=60)
         assert CLOSING in tight.content and len(tight.response_token_ids) <= 60, tight.content

@@ -32,7 +32,7 @@ from typing import Any
 from clawd.chattemplate import THINK_OPEN, ChatTemplate, TemplateError
 from clawd.serving.textstream import Answer, Delta
 from clawd.signals.avoid import Avoider, llama_classes
-from clawd.signals.shaping import CLOSING, Shape
+from clawd.signals.shaping import Shape
 
 
 class EngineError(Exception):
@@ -236,6 +236,7 @@ class Engine:
         answer = Answer(llm, params.stop, params.shape, job.on_delta, self.thinks, budget)
         shaper, out_ids = answer.shaper, answer.out_ids
         opening = params.shape.opening if params.shape else None
+        closing = params.shape.closing_words if params.shape else ""
         finish, t0 = "length", time.perf_counter()
         vocab = llm._model.vocab
         grammar = None
@@ -244,7 +245,7 @@ class Engine:
 
             grammar = LlamaGrammar.from_string(params.grammar, verbose=False)
         avoid = None
-        if params.shape and params.shape.avoid:
+        if params.shape and (params.shape.avoid or params.shape.closing):
             avoider = Avoider(llama_classes(llm), params.shape.avoid)
             avoid = [avoider.processor(answer.avoid_state)]
         restart = True
@@ -268,7 +269,7 @@ class Engine:
                     finish = "cancelled"
                     break
                 if llama_cpp.llama_vocab_is_eog(vocab, token):
-                    if shaper is not None and shaper.closing() and answer.force(CLOSING):
+                    if shaper is not None and shaper.closing() and answer.force(closing):
                         restart = True  # the end-of-generation token is not served
                         break
                     finish = "stop"
@@ -284,7 +285,7 @@ class Engine:
                 if answer.stops.stopped:
                     finish = "stop"
                     break
-                if verdict == "end" and shaper and shaper.closing() and answer.force(CLOSING):
+                if verdict == "end" and shaper and shaper.closing() and answer.force(closing):
                     restart = True
                     break
                 if verdict in ("end", "cut"):

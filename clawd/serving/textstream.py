@@ -208,12 +208,13 @@ class Answer:
         self.emit(self.stops.push(text), sampled=False)
         return True
 
-    def avoid_state(self) -> tuple[str, bytes, list[int]] | None:
-        """The content so far, a character's pending bytes and the tokens served; None
-        inside thinking."""
+    def avoid_state(self) -> tuple[str, bytes, list[int], bool] | None:
+        """The content so far, a character's pending bytes, the tokens served and whether the
+        closing question is being written; None inside thinking."""
         if self.think.thinking or self.shaper is None:
             return None
-        return self.shaper.text, self.detok.pending(), self.out_ids
+        shaper = self.shaper
+        return shaper.text, self.detok.pending(), self.out_ids, shaper.closing_started
 
     def starts_content(self, piece: bytes) -> bool:
         """Whether ``piece`` would begin the answer's content (after any thinking), judged on

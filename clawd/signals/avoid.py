@@ -11,8 +11,11 @@ that would begin what is avoided, and the model writes on without it:
 - ``emoji``: any token whose bytes hold an emoji, or end in the first bytes of one, or, after
   such first bytes, complete one (byte-level vocabularies split emoji across tokens);
 - ``exclamations``: any token with "!" outside a code block;
+- ``newlines``: any token with a line break outside a code block (one paragraph, one line);
 - a phrase (``'"great question"'``): its last token after the tokens before it, as written,
-  lower-case or capitalised, with or without a space before.
+  lower-case or capitalised, with or without a space before;
+- and while a closing question is written (``clawd.signals.shaping``), whatever would end it
+  without its "?": ".", "!", a new line, an end-of-turn token.
 
 Nothing is banned inside a thinking block. Tokens are classed once per model
 (``TokenClasses``, from each token's bytes; ``llama_classes`` for a llama.cpp model); per
@@ -61,6 +64,10 @@ class TokenClasses:
         self.line_mark = _ids(pieces, (bool(_LINE_MARK.match(b)) for b in pieces))
         self.emoji = _ids(pieces, (_is_emoji(b) for b in pieces))
         self.bang = _ids(pieces, (b"!" in b for b in pieces))
+        self.newline = _ids(pieces, (b"\n" in b or b"\r" in b for b in pieces))
+        # what would end a closing question without its "?": a sentence's end, a new line,
+        # an end-of-turn token (no text)
+        self.unasked = _ids(pieces, (not b or bool(re.search(rb"[.!\n\r]", b)) for b in pieces))
         # tokens that open with a continuation byte: they may complete an emoji begun before
         self.continuing = _ids(pieces, (bool(b) and 0x80 <= b[0] < 0xC0 for b in pieces))
 
@@ -112,12 +119,19 @@ class Avoider:
                         self.phrases.append(ids)
 
     def banned(
-        self, content: str, pending: bytes = b"", ids: list[int] | None = None
+        self,
+        content: str,
+        pending: bytes = b"",
+        ids: list[int] | None = None,
+        asking: bool = False,
     ) -> np.ndarray:
         """Token ids not to sample after ``content`` (the answer's text so far), ``pending``
         being the bytes of a character that is not complete yet and ``ids`` the answer's
-        tokens so far (a phrase's last token is banned after the tokens before it)."""
+        tokens so far (a phrase's last token is banned after the tokens before it);
+        ``asking``: the closing question is being written, and may end only with "?"."""
         c, out = self.classes, []
+        if asking:
+            out.append(c.unasked)
         for phrase in self.phrases:
             before = len(phrase) - 1
             if not before or (ids is not None and tuple(ids[len(ids) - before :]) == phrase[:-1]):
@@ -128,6 +142,8 @@ class Avoider:
         in_code = content.count("```") % 2 == 1
         if "exclamations" in self.avoid and not in_code:
             out.append(c.bang)
+        if "newlines" in self.avoid and not in_code:
+            out.append(c.newline)
         if "lists" in self.avoid and not in_code:
             out.append(c.new_item)
             if no_word:
@@ -147,11 +163,11 @@ class Avoider:
         return np.concatenate(out) if out else np.array([], np.intp)
 
     def processor(
-        self, state: Callable[[], tuple[str, bytes, list[int]] | None]
+        self, state: Callable[[], tuple[str, bytes, list[int], bool] | None]
     ) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
         """A llama.cpp logits processor that bans, at each step, what ``banned`` says for
-        ``state()``: the content so far, the pending bytes and the answer's tokens (None: ban
-        nothing now)."""
+        ``state()``: the content so far, the pending bytes, the answer's tokens and whether
+        the closing question is being written (None: ban nothing now)."""
 
         def keep(_input_ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
             now = state()

@@ -18,9 +18,11 @@ for the model are kept there too, from the memories in the answer's context:
   that ends without a question goes on with a new paragraph opened by "Would you like", which
   the model finishes, up to its first question mark;
 - what to **avoid** ("Do not use bullet points.", "No emojis.", "Plain text only.", "No
-  exclamation marks.", "Never say 'great question'.", "Don't use the word delve."): lists,
-  markdown, emoji, "!" or a phrase (kept in quotes); the tokens that would begin one (or end
-  the phrase) are never sampled (``clawd.signals.avoid``), so the model writes on without them.
+  exclamation marks.", "One paragraph, no line breaks.", "Never say 'great question'.", "Don't
+  use the word delve."): lists, markdown, emoji, "!", line breaks or a phrase (kept in
+  quotes); the tokens that would begin one (or end the phrase) are never sampled
+  (``clawd.signals.avoid``), so the model writes on without them. "One paragraph" and "one
+  line" ask for no line breaks too, and a closing question then follows on the same line.
 
 Everything else (a language, a tone, a fact) stays the system message's. The opening and the
 closing words are the only words not sampled; they are recorded as part of the answer, so
@@ -107,6 +109,7 @@ AVOIDABLE = {
     "markdown": r"markdown|formatting|bold(?: text)?|headings?|headers?|asterisks?|code fences",
     "emoji": r"emojis?|emoticons?|smileys?|emotes?",
     "exclamations": r"exclamation(?: marks?| points?)?|exclamations",
+    "newlines": r"line ?breaks?|linebreaks?|new ?lines?|paragraph breaks?|blank lines?",
 }
 _NO = (
     r"\b(?:no|not|don'?t|do not|never|without|avoid|avoids|skip|drop|ditch|hates?|dislikes?"
@@ -130,6 +133,12 @@ _SAYING = re.compile(
     rf"|{_NO}[^.]{{0,30}}?\bthe (?:word|phrase|term) [\"'“‘]?([A-Za-z][\w-]{{1,30}})",
     re.I,
 )
+# "one paragraph", "a single block of text", "all on one line": no line breaks at all
+_ONE_BLOCK = re.compile(
+    r"\b(?:one|a single|single|1)[- ](?:paragraph|block|chunk|line)\b|\bone[- ]liners?\b"
+    r"|\btl;? ?dr\b",
+    re.I,
+)
 _PLAIN = re.compile(r"\bplain[- ](?:text|words)\b|\bunformatted\b", re.I)
 _ASKS_BACK = re.compile(
     r"\b(end|finish|close|wrap)\w*\b[^.]{0,40}\bquestions?\b|\bfollow[- ]?up questions?\b"
@@ -151,6 +160,12 @@ class Shape:
     unit: str | None = None  # "words", "sentences" or "paragraphs"
     closing: bool = False
     avoid: tuple[str, ...] = ()  # AVOIDABLE's kinds and quoted phrases, sorted
+
+    @property
+    def closing_words(self) -> str:
+        """The words that open the closing question: on a new paragraph, or on the same line
+        when the answer is to have no line breaks."""
+        return " " + CLOSING.lstrip("\n") if "newlines" in self.avoid else CLOSING
 
     def __bool__(self) -> bool:
         return bool(self.opening or self.limit or self.closing or self.avoid)
@@ -209,6 +224,9 @@ def avoids_of(text: str) -> set[str]:
         out.add("lists")
     if _PLAIN.search(text):
         out.add("markdown")
+    block = _ONE_BLOCK.search(text)
+    if block and not _NEGATED.search(text[: block.start()]):
+        out.add("newlines")
     if "markdown" in out and re.search(r"\bformatting\b", text, re.I):
         out.add("lists")  # "no formatting": no lists either
     for m in _SAYING.finditer(text):

@@ -31,7 +31,7 @@ import torch
 
 from clawd.chattemplate import THINK_CLOSE, THINK_OPEN
 from clawd.signals.avoid import Avoider, TokenClasses
-from clawd.signals.shaping import CLOSING, Shape, Shaper
+from clawd.signals.shaping import Shape, Shaper
 
 
 def cut_at_end(answer: list[int], eos: list[int]) -> list[int]:
@@ -95,7 +95,7 @@ def shaped_decode(
     opening = shape.opening
     feed = list(prompt)
     thinking = ""  # a thinking model's <think>...</think> block: no shape applies inside it
-    avoider = Avoider(classes, shape.avoid) if classes is not None and shape.avoid else None
+    avoider = Avoider(classes, shape.avoid) if classes is not None else None
     nothing = np.array([], np.intp)
 
     def take(ids: list[int], mark: float = 0.0) -> None:
@@ -112,11 +112,15 @@ def shaped_decode(
         return True
 
     while len(out) < max_tokens:
-        banned = avoider.banned(shaper.text, ids=out) if avoider and not thinking else nothing
+        asking = shaper.closing_started
+        banned = avoider.banned(shaper.text, ids=out, asking=asking) if avoider else nothing
+        if asking:  # a tokenizer's end may decode to text: the question ends with "?" first
+            banned = np.append(banned, end)
+        banned = nothing if thinking else banned
         token = next_token(feed, banned)
         feed.clear()
         if is_end(token):
-            if shaper.closing() and force(CLOSING):
+            if shaper.closing() and force(shape.closing_words):
                 continue  # the end comes after the question
             take([token])
             break
@@ -131,7 +135,7 @@ def shaped_decode(
                 continue  # the opening comes instead of the content's first token
         take([token])
         verdict = shaper.push(piece, max_tokens - len(out))
-        if verdict == "end" and shaper.closing() and force(CLOSING):
+        if verdict == "end" and shaper.closing() and force(shape.closing_words):
             continue
         if verdict == "end" and len(out) < max_tokens:
             take([end], 1.0)  # the shape said "stop here"
@@ -172,7 +176,7 @@ def shaped_answer(
         max_tokens,
         lambda t: t in eos,
         eos[0],
-        token_classes(tok) if shape.avoid else None,
+        token_classes(tok) if shape.avoid or shape.closing else None,
     )
 
 

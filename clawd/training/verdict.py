@@ -97,7 +97,7 @@ def served_answer(scorer: Any, prompt: list[int], memory: str) -> tuple[list[int
         ANSWER_TOKENS,
         scorer.is_end,
         scorer.llm.token_eos(),
-        llama_classes(scorer.llm) if shape.avoid else None,
+        llama_classes(scorer.llm) if shape.avoid or shape.closing else None,
     )
 
 

@@ -192,7 +192,8 @@ def shaped_text(shaped: dict[str, Any]) -> str:
     if shaped.get("closing_question"):
         parts.append("a closing question")
     if shaped.get("avoid"):
-        parts.append("no " + " or ".join(shaped["avoid"]))
+        said = {"newlines": "line breaks", "exclamations": "exclamation marks"}
+        parts.append("no " + " or ".join(said.get(a, a) for a in shaped["avoid"]))
     return ", ".join(parts)
 
 
