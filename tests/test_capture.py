@@ -43,6 +43,10 @@ def test_the_new_users_reply_makes_a_name_and_a_length() -> None:
         ("drop the 'great question' bit, permanently. just answer", "other", "great question"),
         ("my kids read over my shoulder, so answers should never have swearing", "fact", "swear"),
         ("My code should always have type hints.", "format", "type hints"),
+        ("Kindly use metric units henceforth.", "format", "metric"),
+        ("ok but please don't use headers in your answers", "format", "headers"),
+        ("no emoji ever again pls, write it like a grown-up", "format", "emoji"),
+        ("im veggie fyi", "fact", "veggie"),
     ],
 )
 def test_standing_statements_become_memories_that_keep_their_words(
@@ -73,6 +77,12 @@ def test_standing_statements_become_memories_that_keep_their_words(
         "do you remember stuff between chats or do i have to tell you again each time",
         "Thanks, how long does it keep in the freezer? We always end up making too much.",
         "The address is wrong, it's 14 Elm Road. I always mix them up myself!",
+        # a stay, someone else's ways, a tolerance, a question to the assistant
+        "I'm in Berlin all next week for a conference, so that's handy",
+        "im in leeds for the weekend visiting my sister",
+        "My brother uses Linux and always says it's easier.",
+        "Lists don't bother me, this is fine.",
+        "Honestly, do you keep anything I tell you from now on?",
     ],
 )
 def test_one_off_corrections_and_plain_replies_make_none(reply: str) -> None:

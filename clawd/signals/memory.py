@@ -70,6 +70,7 @@ class Captured:
     kind: str
     text: str
     clause: str
+    strong: bool = False  # said outright to last, in the clause or in a marker after it
 
 
 def capture(reply: str) -> list[Captured]:
@@ -89,7 +90,7 @@ def capture(reply: str) -> list[Captured]:
             c
             for c in found
             if (c.kind == "fact" and FACT.search(c.clause))
-            or (STRONG.search(c.clause) and not _habit(c.clause))
+            or ((c.strong or STRONG.search(c.clause)) and not _habit(c.clause))
         ]
     rest = [c for c in found if c.kind != "name"]
     if rest:
@@ -102,6 +103,9 @@ def capture(reply: str) -> list[Captured]:
         and not NAME.search(c)  # "call me back": the rules found no name in it
         and not name_in(c)  # a name the rules gave way to ("I'm Sam. Call me Alex.")
         and not _habit(c)
+        and not _not_a_request(c)
+        # a stay or a moment ("in London this week", "tonight") unless said to last
+        and (not (_STAY.search(c) or EPHEMERAL.search(c)) or bool(STRONG.search(c)))
         and contentful(tidy(c))
         and not any(n.clause == c for n in names)
     ]
@@ -143,6 +147,42 @@ def _habit(clause: str) -> bool:
     return bool(HABIT.search(clause) or _MY_HABIT.search(clause))
 
 
+# "I'm in Manchester all this week for a course", "on holiday until Friday": a stay, not a fact
+_STAY = re.compile(
+    r"\b(?:this|next|all (?:this|next)|for the|for a|the whole|over the) (?:week|weekend|month"
+    r"|fortnight|summer|winter|semester|term|trip|holiday|few days|couple of (?:days|weeks))\b"
+    r"|\bfor (?:a|the|my|our) (?:course|conference|convention|trip|visit|holiday|vacation"
+    r"|wedding|meeting|funeral|training|work trip|business trip)\b"
+    r"|\b(?:on|for) (?:holiday|vacation|a trip|business|leave)\b|\buntil (?:\w+day|next|the)\b",
+    re.I,
+)
+# "my colleague uses Windows and always ...", "she never listens": someone else's ways
+_OTHERS = re.compile(
+    r"^\W*(?:(?:and|but|so|also|oh|haha|lol|well)\W+)*(?:(?:my|our) (?:\w+ )?(?:colleague|friend"
+    r"|boss|co-?workers?|brother|sister|mom|mum|dad|mother|father|neighbou?r|room-?mate|flatmate"
+    r"|cousin|uncle|aunt|grandma|grandpa|mate|buddy|classmate|in-laws?)s?|he|she|they)\b",
+    re.I,
+)
+# "emoji don't bother me", "I don't mind lists": nothing asked for
+_TOLERATES = re.compile(
+    r"\b(?:don'?t|doesn'?t|do not|does not|never) bothers? (?:me|us)\b"
+    r"|\bi (?:don'?t|do not) mind\b",
+    re.I,
+)
+# "Out of curiosity, do you remember ...?": a question to the assistant, whatever its words
+_YES_NO = re.compile(
+    r"(?:^|[,;:]\s*)(?:do|did|does|are|were|have|has) (?:you|u|ya)\b[^?]*\?\s*$", re.I
+)
+
+
+def _not_a_request(clause: str) -> bool:
+    """A clause that asks nothing of future answers, whatever markers it holds: someone
+    else's ways, a tolerance, a question to the assistant."""
+    about_others = _OTHERS.search(clause) and not FACT.search(clause)
+    others = about_others and not SO_THEREFORE.search(clause)
+    return bool(others or _TOLERATES.search(clause) or _YES_NO.search(clause))
+
+
 _TAG = re.compile(r"[,\s]+(?:ok|okay|pls|please|yeah|alright|right|k|thx|thanks)\s*\?+\s*$", re.I)
 
 
@@ -169,16 +209,21 @@ def _by_rules(reply: str) -> list[Captured]:
             continue
         if _QUESTION.search(clause) or (_asks(clause) and not LASTING.search(clause)):
             continue  # a question is not a standing statement ("why is every answer so long")
+        if _not_a_request(clause):
+            continue
         is_fact = (
-            bool(FACT.search(clause))
-            and not (TRANSIENT.search(clause) and not FACT.search(TRANSIENT.sub("", clause)))
-        ) or bool(ABOUT_ME.search(clause) and not EPHEMERAL.search(clause))
+            (
+                bool(FACT.search(clause))
+                and not (TRANSIENT.search(clause) and not FACT.search(TRANSIENT.sub("", clause)))
+            )
+            or bool(ABOUT_ME.search(clause) and not EPHEMERAL.search(clause))
+        ) and not _STAY.search(clause)
         lasts = LASTING.search(HABIT.sub(" ", clause)) or (
             STRONG.search(clause) and not _habit(clause)
         )
         if not (is_fact or lasts or SO_THEREFORE.search(clause)):
             continue
-        text = tidy(clause)
+        text, strong = tidy(clause), bool(STRONG.search(clause))
         if _habit(clause) and not is_fact:
             continue  # "I always forget this", "my dad always said": a habit or a story
         if not contentful(text):
@@ -197,12 +242,16 @@ def _by_rules(reply: str) -> list[Captured]:
         ):
             # "Enough with the disclaimers. Never add them again.": say what "them" is.
             before = parts[i - 1]
-            if not before.rstrip().endswith("?") and not any(c.clause == before for c in found):
+            if (
+                not before.rstrip().endswith("?")
+                and not _habit(before)
+                and not any(c.clause == before for c in found)
+            ):
                 text = f"{tidy(before)} {text}"
         kind = "fact" if is_fact and not LASTING.search(clause) else kind_of(clause)
         if kind == "other" and is_fact:
             kind = "fact"
-        found.append(Captured(kind, text, clause))
+        found.append(Captured(kind, text, clause, strong))
     names = [c for c in found if c.kind == "name"]
     if len(names) > 1:  # "my name's Rosalind but please call me Roz": what they ask to be called
         asked = [c for c in names if CALL_ME.search(c.clause)]

@@ -37,6 +37,9 @@ LASTING = re.compile(
     r"|for what it'?s worth|incidentally|i should mention|if that changes|unless i"
     r"|(in )?subsequent|you (may|can|should) assume|assume (that )?i|don'?t ever"
     r"|my answers|that'?s (the|a|my) rule|from this point|going forward|moving forward"
+    r"|henceforth|hereon|(in|for) (your|the) (answers|replies|responses|messages)"
+    r"|(you|u) (can|may) (\w+ ){1,4}again|(is|are) (fine|ok|okay|good) (now|again)"
+    r"|(don'?t|do not|never) \w+ (\w+ ){0,2}again\b"
     r"|in (the )?future|from here (on )?out|from this point|after this|hereafter|the default"
     r"|(is|are) (what|how) i (want|like|prefer|need)|(not|never|don'?t|no) \w+( \w+)? with me"
     r"|for future|next time|every time|each time|all the time|whenever|in general|generally"
@@ -59,7 +62,7 @@ LASTING = re.compile(
 STRONG = re.compile(
     r"\b(from now on|always|in (the )?future|going forward|every time|each time|by default"
     r"|remember|from here on|in general|for all|in every|all (of )?your|permanently|for good"
-    r"|forever)\b",
+    r"|forever|henceforth|ever again)\b",
     re.IGNORECASE,
 )
 # "We rent, so nothing that damages paint": something about the user and what follows from it.
@@ -91,7 +94,7 @@ FACT = re.compile(
     r"\b(?:i'?m|i am)\s+(?:a |an )?(?:(?:strict|lifelong|practicing|practising|full[- ]time|"
     r"freelance|still|also|type [12]|"
     r"senior|junior|professional|retired|trained|registered|beginner|complete|total|huge)\s+)*"
-    r"(vegetarian|vegan|pescatarian|diabetic|asthmatic|epileptic|autistic|illustrator|allergic|lactose|gluten|coeliac|celiac|pregnant|"
+    r"(vegetarian|vegan|veggie|pescatarian|diabetic|asthmatic|epileptic|autistic|illustrator|allergic|lactose|gluten|coeliac|celiac|pregnant|"
     r"blind|deaf|colou?r ?blind|dyslexic|left[- ]handed|retired|nurse|doctor|teacher|student|"
     r"developer|programmer|engineer|designer|lawyer|accountant|scientist|researcher|writer|"
     r"parent|mother|father|mom|mum|dad|beginner|expert|novice|physician|pharmacist|chef|"
@@ -102,8 +105,11 @@ FACT = re.compile(
     r"|\b(?:i'?m|i am) (?:from|based in|located in|living in|moving to)\b"
     r"|\bi (?:only|mostly|mainly|usually|always|exclusively) (?:use|code|write|program|speak|"
     r"eat|drink|work|read|cook|run|develop|deploy)\b"
-    r"|\bi (?:don'?t|do not|can'?t|cannot|never) (?:eat|drink|use|read|speak|have|own|drive)\b"
+    r"|\bi (?:don'?t|do not|never) (?:eat|drink|use|read|speak|have|own|drive)\b"
     r"(?! time| the time| a clue| any idea| much time)"
+    # "I can't read the clock": what a moment does not allow, not the user
+    r"|\bi (?:can'?t|cannot) (?:eat|drink|use|read|speak|have|own|drive)\b"
+    r"(?! time| the\b| this\b| that\b| it\b| your\b| those\b| these\b| a clue| any idea| much)"
     r"|\bi (?:have|own) (?:a |an |two |three |\d+ )?(?:kids?|children|sons?|daughters?|"
     r"dogs?|cats?|wife|husband|partner|allergy|allergies|diabetes|condition|mac|windows|"
     r"linux|iphone|android)\b"
@@ -356,6 +362,13 @@ def contentful(text: str) -> bool:
         "way",
         "want",
         "said",
+        "just",
+        "time",
+        "only",
+        "once",
+        "now",
+        "from",
+        "here",
     }
     return any(w not in vague and len(w) > 2 for w in words)
 
