@@ -76,6 +76,13 @@ _NUMBERS = {
     "a hundred": 100,
     "hundred": 100,
 }
+_UNITS = ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
+_TEENS = ("eleven", "thirteen", "fourteen", "sixteen", "seventeen", "eighteen", "nineteen")
+_TENS = ("twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety")
+_NUMBERS |= {w: 11 + i + (i > 0) + (i > 2) for i, w in enumerate(_TEENS)}
+_NUMBERS |= {w: 20 + 10 * i for i, w in enumerate(_TENS)}
+# "twenty-five", "thirty two": read as digits before anything else
+_COMPOUND = re.compile(rf"\b({'|'.join(_TENS)})[- ]({'|'.join(_UNITS)})\b", re.I)
 _NUM = (
     r"(\d{1,4}|a single|a couple of|couple of|a few|a hundred|"
     + "|".join(sorted((k for k in _NUMBERS if " " not in k), key=len, reverse=True))
@@ -198,6 +205,9 @@ def _unit(word: str) -> str:
 
 def limit_of(text: str) -> tuple[int, str] | None:
     """The length limit a memory states, as (number, unit), or None."""
+    text = _COMPOUND.sub(
+        lambda m: str(_NUMBERS[m.group(1).lower()] + _UNITS.index(m.group(2).lower()) + 1), text
+    )
     for m in _LIMIT.finditer(text):
         before = text[: m.start()]
         if _AT_LEAST.search(before) and not _NOT_MORE.search(before):
