@@ -107,7 +107,8 @@ def test_a_reply_makes_a_memory_that_the_next_answer_holds(
         assert "Address the user as Ana." in text and "Keep answers to one line." in text
         assert sorted(ids) == sorted(a3["clawd"]["memories"])
         # What decoding keeps of them: the name opens a conversation, one line at most.
-        assert a3["clawd"]["shaped"] == {"opening": "Ana,", "limit": "1 sentence"}
+        shaped = {"opening": "Ana,", "limit": "1 sentence", "avoid": ["newlines"]}
+        assert a3["clawd"]["shaped"] == shaped
         assert a3["choices"][0]["message"]["content"].startswith("Ana,")
         # the turn records which tokens decoding forced: training learns them (consolidation)
         opening, eos = forced_of(daemon.home, any_gguf, a3["id"])
@@ -117,7 +118,7 @@ def test_a_reply_makes_a_memory_that_the_next_answer_holds(
             a3["choices"][0]["message"],
             {"role": "user", "content": "And of France?"},
         ]
-        assert ask(c, later)["clawd"]["shaped"] == {"limit": "1 sentence"}
+        assert ask(c, later)["clawd"]["shaped"] == {"limit": "1 sentence", "avoid": ["newlines"]}
         stored = c.get(f"/v1/conversations/{a3['clawd']['conversation_id']}").json()
         assert "Ana" not in json.dumps(stored["turns"][0]["messages"])  # the client's own
         assert sorted(stored["turns"][0]["memories"]) == sorted(ids)

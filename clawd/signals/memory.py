@@ -22,6 +22,10 @@ The memory text is the clause itself, with the markers and politeness taken out 
 person turned into "the user" ("I prefer short answers" -> "The user prefers short answers."),
 so the preference's words (the name, the number, the language) are kept as said.
 
+A one-off complaint said again about a second answer ("Too long." and later "ugh, another
+essay") is a preference after all: ``remember`` makes the memory it implies
+(``clawd.signals.corrections``).
+
 Run alone to see what a reply would make::
 
     python -m clawd.signals.memory "Please call me Ana, and keep answers to one line from now on."
@@ -34,6 +38,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
+from clawd.signals.corrections import said_again
 from clawd.signals.names import CALL_ME, NAME, name_in
 from clawd.signals.phrasing import (
     ABOUT_ME,
@@ -277,11 +282,11 @@ def remember(
 ) -> list[dict[str, Any]]:
     """Capture ``reply`` (a reply's text or a feedback comment, ``source`` "reply" or
     "feedback") into the store: one memory per standing statement, each with the memory it
-    replaced (a newer name replaces the older). Returns ``{"memory", "replaced"}`` per memory
-    made or confirmed."""
-    made = []
-    for c in capture(reply):
-        memory, replaced = memories.add(
+    replaced (a newer name replaces the older); and the memory a complaint implies when an
+    earlier reply made it too (``clawd.signals.corrections``). Returns ``{"memory",
+    "replaced"}`` per memory made or confirmed."""
+    added = [
+        memories.add(
             store,
             c.text,
             c.kind,
@@ -290,6 +295,14 @@ def remember(
             turn_id=turn_id,
             conversation_id=conversation_id,
         )
+        for c in capture(reply)
+    ]
+    # the same complaint about a second answer (clawd.signals.corrections)
+    added += said_again(
+        store, reply, source=source, turn_id=turn_id, conversation_id=conversation_id
+    )
+    made = []
+    for memory, replaced in added:
         made.append({"memory": memory, "replaced": replaced})
         store.event(
             "memory",

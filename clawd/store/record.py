@@ -281,6 +281,12 @@ def delete_conversation(store: Store, conversation_id: str) -> dict[str, Any]:
             ("feedback", f"DELETE FROM feedback WHERE turn_id IN ({turn_ids})"),
             ("", f"DELETE FROM next_states WHERE turn_id IN ({turn_ids})"),
             ("", f"UPDATE next_states SET next_turn_id = NULL WHERE next_turn_id IN ({turn_ids})"),
+            # the complaints its replies made (clawd.signals.corrections)
+            (
+                "",
+                "DELETE FROM events WHERE kind = 'complaint' "
+                "AND json_extract(data, '$.conversation_id') = ?",
+            ),
             ("turns", "DELETE FROM turns WHERE conversation_id = ?"),
             ("", "DELETE FROM conversations WHERE id = ?"),
         ):

@@ -1,0 +1,152 @@
+"""Corrections said again: the same complaint about two answers becomes a memory.
+
+Capture (``clawd.signals.memory``) keeps a one-off correction out of memory: "Too long." or
+"why is everything a list with you" corrects the answer it follows, and says nothing of the
+next. Said about a second answer, it does: a user who has complained twice about long answers
+wants short ones. So each reply that complains about one of a few forms of an answer (its
+length, lists, emoji, markdown, exclamation marks, no question back) is noted in the store
+(an event with the form and the conversation only, not the reply's words; forgetting the
+conversation removes it), and when a reply makes the same
+complaint as one made within ``DAYS`` before it, the memory the complaint implies is made
+("Keep answers short."), unless the memories in the prompt already ask for it.
+
+A complaint is the form's words with a sign of displeasure ("too long", "less of the lists",
+"why all the emoji?"); "that list was funny" is none. Run alone to see what a reply complains
+of::
+
+    python -m clawd.signals.corrections "ugh, another essay" "why is everything a list with you"
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import time
+from typing import Any
+
+from clawd.signals.shaping import Shape, shape_of
+from clawd.store import memories
+from clawd.store.db import Store
+
+DAYS = 14  # how long a complaint is remembered for the next to match
+
+_DISPLEASED = re.compile(
+    r"\b(?:too|no|not|never|stop|quit|less|fewer|enough|hate|dislike|without|lose|drop|ditch"
+    r"|cut|again|ugh|meh|why|instead|rather|annoying|sick of|tired of|didn'?t ask|so many"
+    r"|so much|all th(?:e|ose|ese))\b|n't\b|\?",
+    re.I,
+)
+# form: (what a complaint about it says, whether it needs a sign of displeasure, memory, kind)
+FORMS: dict[str, tuple[re.Pattern[str], bool, str, str]] = {
+    "length": (
+        re.compile(
+            r"\btoo long\b|\bwall of text\b|\b(?:an?|another|whole) (?:essay|novel|lecture|"
+            r"book)\b|\bshorter\b|\bget to the point\b|\btl;? ?dr\b|\btoo much (?:text|to read|"
+            r"reading|detail)\b|\bstopped reading\b|\b(?:too )?(?:wordy|verbose|long-winded)\b"
+            r"|\brambl\w+|\bless (?:text|words|detail)\b|\bkeep it (?:short|brief)\b",
+            re.I,
+        ),
+        False,
+        "Keep answers short.",
+        "length",
+    ),
+    "lists": (
+        re.compile(r"\b(?:lists?|bullet(?:s| points?)?|numbered|powerpoint)\b", re.I),
+        True,
+        "Do not use lists; write in sentences.",
+        "format",
+    ),
+    "emoji": (
+        re.compile(r"\b(?:emojis?|emoticons?|smileys?|little pictures|icons)\b", re.I),
+        True,
+        "Do not use emoji.",
+        "format",
+    ),
+    "markdown": (
+        re.compile(r"\b(?:asterisks?|markdown|formatting|hashtags?|symbols|bold|headers)\b", re.I),
+        True,
+        "Write plain text without markdown.",
+        "format",
+    ),
+    "exclamations": (
+        re.compile(r"\bexclamation|\bshout(?:ing|y)?\b", re.I),
+        True,
+        "Do not use exclamation marks.",
+        "tone",
+    ),
+    "question": (
+        re.compile(
+            r"\bask(?:ing)? me (?:something|anything|a question|back)\b|\bcheck (?:back|in) with"
+            r" me\b|\bconversation over\b|\bnot at me\b|\bquestions? back\b",
+            re.I,
+        ),
+        False,
+        "End each answer with a question back to the user.",
+        "other",
+    ),
+}
+
+
+def complaints(reply: str) -> list[str]:
+    """The forms of an answer ``reply`` complains of (``FORMS``' names), in their order."""
+    return [
+        form
+        for form, (words, displeased, _, _) in FORMS.items()
+        if words.search(reply) and (not displeased or _DISPLEASED.search(reply))
+    ]
+
+
+def said_again(
+    store: Store,
+    reply: str,
+    *,
+    source: str = "reply",
+    turn_id: str | None = None,
+    conversation_id: str | None = None,
+) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
+    """Note ``reply``'s complaints; for each made within ``DAYS`` before too, the memory it
+    implies, unless the memories in the prompt already ask for it: ``memories.add``'s
+    ``(memory, replaced)`` per memory made."""
+    said = complaints(reply)
+    if not said:
+        return []
+    since = time.time() - DAYS * 86400
+    before = [e["data"]["forms"] for e in store.events(50, "complaint") if e["ts"] >= since]
+    store.event(
+        "complaint",
+        f"an answer's {', '.join(said)} complained of",
+        forms=said,
+        conversation_id=conversation_id,
+    )
+    kept = shape_of([m["text"] for m in memories.in_prompt(store)], first_answer=True)
+    made = []
+    for form in said:
+        if not any(form in forms for forms in before) or _asked(kept, form):
+            continue
+        _, _, text, kind = FORMS[form]
+        made.append(
+            memories.add(
+                store,
+                text,
+                kind,
+                source=source,
+                reply=reply[:2000],
+                turn_id=turn_id,
+                conversation_id=conversation_id,
+            )
+        )
+    return made
+
+
+def _asked(shape: Shape, form: str) -> bool:
+    """Whether the memories' ``shape`` already asks for what a complaint of ``form`` wants."""
+    if form == "length":
+        return shape.limit is not None
+    if form == "question":
+        return shape.closing
+    return form in shape.avoid
+
+
+if __name__ == "__main__":
+    for r in sys.argv[1:] or [sys.stdin.read()]:
+        print(f"{complaints(r)!s:30} <- {r!r}")
