@@ -47,6 +47,13 @@ def test_the_new_users_reply_makes_a_name_and_a_length() -> None:
         ("ok but please don't use headers in your answers", "format", "headers"),
         ("no emoji ever again pls, write it like a grown-up", "format", "emoji"),
         ("im veggie fyi", "fact", "veggie"),
+        (
+            "I'd so appreciate it if you called me Mr. Haddad. Each time, if you would.",
+            "name",
+            "Mr. Haddad",
+        ),
+        ("I'd like to be called Dr. Okafor.", "name", "Dr. Okafor"),
+        ("Please address me as Ms Reyes. First names are for friends.", "name", "Ms Reyes"),
     ],
 )
 def test_standing_statements_become_memories_that_keep_their_words(

@@ -50,6 +50,8 @@ def test_the_length_a_memory_states(text: str, limit: tuple[int, str] | None) ->
         ("Address the user as Ana.", "Ana"),
         ("The user's name is Noor.", "Noor"),
         ("Call me Sam", "Sam"),
+        ("Address the user as Mrs. Delacroix.", "Mrs. Delacroix"),
+        ("Address the user as Dr Okafor.", "Dr Okafor"),
         ("The user's favourite colour is Blue.", None),
         ("The user is vegetarian.", None),
     ],

@@ -30,7 +30,7 @@ _NOT_NAMES = frozenset(
 _NOT_CALLED = frozenset(
     "back later crazy when if tomorrow tonight now maybe old a an the on at in by sometime "
     "whatever anything something anytime soon again please that this it him her them what "
-    "whenever out everywhere anywhere online irl here there too also".split()
+    "whenever out everywhere anywhere online irl here there too also are is was were".split()
 )
 # "nobody calls me Deirdre": a name said as what the user is not called
 _NOT_SO = re.compile(
@@ -50,6 +50,9 @@ _NOT_THAT = re.compile(
 
 NAME = re.compile(
     r"\b(?:call me|address me as|refer to me as|my name(?:'s| is)|i go by|you can call me"
+    # "I'd appreciate it if you called me ...", "I'd like to be called ...": asked, not told
+    r"|(?:if you|you could|would you|could you|please|start|prefer|rather|like)(?: \w+){0,2}?"
+    r" (?:call(?:ed|ing)? me|be(?:ing)? called|be(?:ing)? addressed as)"
     r"|just call me|name'?s|i am called|i'?m called|(?:people|everyone|everybody|friends"
     r"|they|most people|folks)(?: \w+){0,2}? (?:usually |just |all )?calls? me)\s+"
     r"((?:(?:mr|mrs|ms|miss|dr|prof)\.?\s+)?[A-Za-z][\w'-]{1,30}(?-i:\s+[A-Z][a-z][\w'-]*)?)",

@@ -104,9 +104,10 @@ _VAGUE = re.compile(
 )
 _ONE_LINE = re.compile(r"\b(tl;? ?dr|one[- ]liners?|(?:one|single)[- ]line(?:r|rs)?)\b", re.I)
 _NEGATED = re.compile(r"\b(not|never|don'?t|no|stop|less|too)\s+(\w+\s+){0,3}$", re.I)
+_TITLED = r"((?:(?:Mr|Mrs|Ms|Miss|Dr|Prof|Professor)\.? )?[A-Z][\w'’-]{0,30})"
 _NAMED = re.compile(
-    r"\b(?i:address|call|refer to|greet) (?i:the user)(?i: as| by)?\s+[\"'“]?([A-Z][\w'’-]{0,30})"
-    r"|\b(?i:the user)(?i:'s| goes by| is called)(?i: name is)?\s+[\"'“]?([A-Z][\w'’-]{0,30})"
+    rf"\b(?i:address|call|refer to|greet) (?i:the user)(?i: as| by)?\s+[\"'“]?{_TITLED}"
+    rf"|\b(?i:the user)(?i:'s| goes by| is called)(?i: name is)?\s+[\"'“]?{_TITLED}"
 )
 _NOT_A_NAME = {"The", "Their", "Name", "First", "Full", "By", "As", "Sir", "Madam"}
 # what an answer may be asked to go without, and the words that name it
