@@ -29,6 +29,7 @@ def texts(made: list[dict]) -> list[str]:
         ("Lose the little pictures, please.", ["emoji"]),
         ("All those asterisks and symbols, why?", ["markdown"]),
         ("No need to shout at me.", ["exclamations"]),
+        ("One paragraph. The blank lines waste paper.", ["newlines"]),
         ("So... that's it? Conversation over?", ["question"]),
         ("lol that list was funny", []),
         ("I love the bullet points", []),

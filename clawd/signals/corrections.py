@@ -4,10 +4,10 @@ Capture (``clawd.signals.memory``) keeps a one-off correction out of memory: "To
 "why is everything a list with you" corrects the answer it follows, and says nothing of the
 next. Said about a second answer, it does: a user who has complained twice about long answers
 wants short ones. So each reply that complains about one of a few forms of an answer (its
-length, lists, emoji, markdown, exclamation marks, no question back) is noted in the store
-(an event with the form and the conversation only, not the reply's words; forgetting the
-conversation removes it), and when a reply makes the same
-complaint as one made within ``DAYS`` before it, the memory the complaint implies is made
+length, lists, emoji, markdown, line breaks, exclamation marks, no question back) is noted in
+the store (an event with the form and the conversation only, not the reply's words;
+forgetting the conversation removes it), and when a reply makes the same complaint as one
+made within ``DAYS`` before it, the memory the complaint implies is made
 ("Keep answers short."), unless the memories in the prompt already ask for it.
 
 A complaint is the form's words with a sign of displeasure ("too long", "less of the lists",
@@ -66,6 +66,16 @@ FORMS: dict[str, tuple[re.Pattern[str], bool, str, str]] = {
         re.compile(r"\b(?:asterisks?|markdown|formatting|hashtags?|symbols|bold|headers)\b", re.I),
         True,
         "Write plain text without markdown.",
+        "format",
+    ),
+    "newlines": (
+        re.compile(
+            r"\b(?:one|a single|single) (?:paragraph|block)\b|\b(?:line|paragraph) breaks?\b"
+            r"|\bblank lines?\b|\bnew ?lines?\b",
+            re.I,
+        ),
+        False,
+        "Write one paragraph, with no line breaks.",
         "format",
     ),
     "exclamations": (
