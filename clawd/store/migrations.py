@@ -28,6 +28,16 @@ def migration(fn: Migration) -> Migration:
 
 @migration
 def m001_initial(db: sqlite_utils.Database) -> None:
+    """The first schema, one step of the data flow at a time (in the order the foreign keys
+    need)."""
+    _conversation_tables(db)
+    _signal_tables(db)
+    _training_tables(db)
+    _event_table(db)
+
+
+def _conversation_tables(db: sqlite_utils.Database) -> None:
+    """What the user and the model said: conversations, turns, next states, feedback."""
     db["conversations"].create(
         {
             "id": str,
@@ -95,6 +105,10 @@ def m001_initial(db: sqlite_utils.Database) -> None:
         not_null={"turn_id", "rating", "created_at"},
     )
     db["feedback"].create_index(["turn_id"])
+
+
+def _signal_tables(db: sqlite_utils.Database) -> None:
+    """What the signals job made of a reply: a signal per turn and its judges' votes."""
     db["signals"].create(
         {
             "id": int,
@@ -124,6 +138,10 @@ def m001_initial(db: sqlite_utils.Database) -> None:
         foreign_keys=[("signal_id", "signals", "id")],
         not_null={"signal_id", "kind", "raw_text", "created_at"},
     )
+
+
+def _training_tables(db: sqlite_utils.Database) -> None:
+    """Training runs, their steps, the adapters they made and the samples they learn from."""
     db["training_runs"].create(
         {
             "id": int,
@@ -190,6 +208,10 @@ def m001_initial(db: sqlite_utils.Database) -> None:
         },
     )
     db["samples"].create_index(["turn_id"], unique=True)  # one sample per turn at most
+
+
+def _event_table(db: sqlite_utils.Database) -> None:
+    """What happened, for the user to see."""
     db["events"].create(
         {"id": int, "ts": float, "kind": str, "message": str, "data": str},
         pk="id",
