@@ -159,7 +159,14 @@ def test_the_closing_question_is_asked_once_and_never_after_a_question() -> None
     )
     asked = Shaper(Shape(closing=True))
     feed(asked, ["Anything", " else", "?"])
-    assert not asked.closing()
+    assert not asked.closing() and not asked.question_open()
+    # out of room, the question ends where it is, and is still to be asked ("?" is forced)
+    short = Shaper(Shape(closing=True))
+    feed(short, ["Tokyo", "."])
+    short.closing()
+    short.forced(CLOSING)
+    assert short.push(" to", tokens_left=5) == "go on"
+    assert short.push(" learn", tokens_left=2) == "end" and short.question_open()
 
 
 def loaded(gguf: Path):
@@ -220,3 +227,4 @@ def test_the_engine_keeps_a_limit_and_asks_the_closing_question(smollm2: Engine)
         # a client's max_tokens leaves room for the question: it is asked before they run out
         tight = answer(engine, "Explain photosynthesis.", Shape(closing=True), seed, max_tokens=60)
         assert CLOSING in tight.content and len(tight.response_token_ids) <= 60, tight.content
+        assert tight.content.rstrip().endswith("?"), tight.content

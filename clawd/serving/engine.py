@@ -288,6 +288,8 @@ class Engine:
                 if verdict == "end" and shaper and shaper.closing() and answer.force(closing):
                     restart = True
                     break
+                if verdict == "end" and shaper and shaper.question_open():
+                    answer.force("?")  # a closing question out of room still asks
                 if verdict in ("end", "cut"):
                     finish = "stop" if verdict == "end" else "length"
                     if verdict == "end" and len(out_ids) < budget:

@@ -306,7 +306,11 @@ class Shaper:
         if self.closing_started:
             self.closing_pieces += 1
             done = self._sentence_ended(before) or "\n" in piece
-            return "end" if done or self.closing_pieces >= CLOSING_TOKENS else "go on"
+            # out of room: end it here (``question_open``: its "?" is forced)
+            full = self.closing_pieces >= CLOSING_TOKENS or (
+                tokens_left is not None and tokens_left <= 2
+            )
+            return "end" if done or full else "go on"
         if self._in_code():
             return "go on"
         shape = self.shape
@@ -347,6 +351,11 @@ class Shaper:
                 and not line.endswith((":", ",", ";"))
             )
         return _is_end(text)
+
+    def question_open(self) -> bool:
+        """Whether the closing question was begun and is not asked yet (no "?" at its end):
+        an answer that ends now gets its "?" forced."""
+        return self.closing_started and not self.text.rstrip().endswith("?")
 
     def closing(self) -> bool:
         """Whether to force the closing question now (once; never after a question)."""

@@ -137,6 +137,8 @@ def shaped_decode(
         verdict = shaper.push(piece, max_tokens - len(out))
         if verdict == "end" and shaper.closing() and force(shape.closing_words):
             continue
+        if verdict == "end" and shaper.question_open():
+            force("?")  # a closing question out of room still asks
         if verdict == "end" and len(out) < max_tokens:
             take([end], 1.0)  # the shape said "stop here"
         if verdict in ("end", "cut"):
