@@ -32,7 +32,7 @@ from clawd.signals.shaping import (
         ("Fifteen words or fewer.", (15, "words")),
         ("The user wants a 40-word answer at most.", (40, "words")),
         ("Don't write more than two paragraphs.", (2, "paragraphs")),
-        ("The user prefers short answers.", (2, "sentences")),
+        ("The user prefers short answers.", (1, "sentences")),
         ("Tl;dr, always.", (1, "sentences")),
         ("Write at least 3 sentences.", None),
         ("Explain things in detail.", None),
