@@ -32,6 +32,11 @@ def texts(made: list[dict]) -> list[str]:
         ("One paragraph. The blank lines waste paper.", ["newlines"]),
         ("So... that's it? Conversation over?", ["question"]),
         ("lol that list was funny", []),
+        # a request for a form is no complaint of it; a negated wish is one
+        ("Can you list the steps?", []),
+        ("no, I want a numbered list", []),
+        ("I need a list, not a paragraph", []),
+        ("I don't want lists", ["lists"]),
         ("I love the bullet points", []),
         ("Thanks, that's perfect.", []),
     ],

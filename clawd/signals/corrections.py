@@ -10,9 +10,9 @@ forgetting the conversation removes it), and when a reply makes the same complai
 made within ``DAYS`` before it, the memory the complaint implies is made
 ("Keep answers short."), unless the memories in the prompt already ask for it.
 
-A complaint is the form's words with a sign of displeasure ("too long", "less of the lists",
-"why all the emoji?"); "that list was funny" is none. Run alone to see what a reply complains
-of::
+A complaint is the form's words after a sign of displeasure ("too long", "less of the lists",
+"why all the emoji?"); "that list was funny" and "can you list the steps?" are none. Run
+alone to see what a reply complains of::
 
     python -m clawd.signals.corrections "ugh, another essay" "why is everything a list with you"
 """
@@ -30,10 +30,14 @@ from clawd.store.db import Store
 
 DAYS = 14  # how long a complaint is remembered for the next to match
 
-_DISPLEASED = re.compile(
-    r"\b(?:too|no|not|never|stop|quit|less|fewer|enough|hate|dislike|without|lose|drop|ditch"
-    r"|cut|again|ugh|meh|why|instead|rather|annoying|sick of|tired of|didn'?t ask|so many"
-    r"|so much|all th(?:e|ose|ese))\b|n't\b|\?",
+# what a complaint about a form says before it ("too many lists", "why is everything a list",
+# "another essay"), against what a request for it says ("I want a numbered list", "can you
+# list the steps?"): the nearer of the two, within six words, decides
+_CUE = re.compile(
+    r"(?P<neg>\b(?:too|no|not|never|stop|quit|less|fewer|enough|hate|hated|dislike|without"
+    r"|lose|drop|ditch|cut|ugh|meh|why|another|so many|so much|all th(?:e|ose|ese))\b|n't\b)"
+    r"|(?P<want>\b(?:want|need|prefer|like|love|give me|make|use|add|include|put|can you"
+    r"|could you|would you|list)\b)",
     re.I,
 )
 # form: (what a complaint about it says, whether it needs a sign of displeasure, memory, kind)
@@ -102,8 +106,24 @@ def complaints(reply: str) -> list[str]:
     return [
         form
         for form, (words, displeased, _, _) in FORMS.items()
-        if words.search(reply) and (not displeased or _DISPLEASED.search(reply))
+        if any(not displeased or _complains(reply[: m.start()]) for m in words.finditer(reply))
     ]
+
+
+def _complains(before: str) -> bool:
+    """Whether the words ``before`` a form's name complain of it: the nearest cue within six
+    words is one of displeasure (a wish for it, "I want a list", counts as none, unless it is
+    negated: "I don't want lists")."""
+    near = re.search(r"(?:\S+\s+){0,6}\S*$", before)
+    cues = list(_CUE.finditer(near.group(0) if near else ""))
+    for i in range(len(cues) - 1, -1, -1):
+        if cues[i].group("neg"):
+            return True
+        # "don't want", "never need": the wish is negated
+        between = near.group(0)[cues[i - 1].end() : cues[i].start()] if i else "x"
+        negated = re.fullmatch(r"\s*(?:(?:ever|really|even|actually)\s+)?", between)
+        return bool(negated and cues[i - 1].group("neg"))
+    return False
 
 
 def said_again(
