@@ -124,7 +124,7 @@ def test_a_run_distils_the_memories_and_records_their_gap(
     assert distilled["prompts"] == 4 and distilled["heldout_prompts"] == 1  # every third out
     assert distilled["examples"] == 4 and len(distilled["memories"]) == 1
     # the teacher answers as served: the one-line limit is decoding's (Ana is off: no opening)
-    assert distilled["shape"] == {"limit": "1 sentence"}
+    assert distilled["shape"] == {"limit": "1 sentence", "avoid": ["newlines"]}
     assert sum(s["sample_id"] < 0 for s in report["samples"]) == 4  # no stored sample
     manifest = json.loads((folder / "manifest.json").read_text())
     # the tokens the shape forced trained after the PPO steps (learn_forced), when there were any
