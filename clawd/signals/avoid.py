@@ -129,6 +129,8 @@ class Avoider:
         being the bytes of a character that is not complete yet and ``ids`` the answer's
         tokens so far (a phrase's last token is banned after the tokens before it);
         ``asking``: the closing question is being written, and may end only with "?"."""
+        if not self.avoid and not asking:
+            return np.array([], np.intp)  # a closing question's shape: nothing until it is asked
         c, out = self.classes, []
         if asking:
             out.append(c.unasked)

@@ -115,15 +115,17 @@ def _complains(before: str) -> bool:
     words is one of displeasure (a wish for it, "I want a list", counts as none, unless it is
     negated: "I don't want lists")."""
     near = re.search(r"(?:\S+\s+){0,6}\S*$", before)
-    cues = list(_CUE.finditer(near.group(0) if near else ""))
-    for i in range(len(cues) - 1, -1, -1):
-        if cues[i].group("neg"):
-            return True
-        # "don't want", "never need": the wish is negated
-        between = near.group(0)[cues[i - 1].end() : cues[i].start()] if i else "x"
-        negated = re.fullmatch(r"\s*(?:(?:ever|really|even|actually)\s+)?", between)
-        return bool(negated and cues[i - 1].group("neg"))
-    return False
+    text = near.group(0) if near else ""
+    cues = list(_CUE.finditer(text))
+    if not cues:
+        return False
+    if cues[-1].group("neg"):
+        return True
+    if len(cues) < 2 or not cues[-2].group("neg"):
+        return False
+    # "don't want", "never need": the wish is negated
+    between = text[cues[-2].end() : cues[-1].start()]
+    return bool(re.fullmatch(r"\s*(?:(?:ever|really|even|actually)\s+)?", between))
 
 
 def said_again(

@@ -146,9 +146,7 @@ _SAYING = re.compile(
 )
 # "one paragraph", "a single block of text", "all on one line": no line breaks at all
 _ONE_BLOCK = re.compile(
-    r"\b(?:one|a single|single|1)[- ](?:paragraph|block|chunk|line)\b|\bone[- ]liners?\b"
-    r"|\btl;? ?dr\b",
-    re.I,
+    _ONE_LINE.pattern + r"|\b(?:one|a single|single|1)[- ](?:paragraph|block|chunk|line)\b", re.I
 )
 _PLAIN = re.compile(r"\bplain[- ](?:text|words)\b|\bunformatted\b", re.I)
 _ASKS_BACK = re.compile(
