@@ -133,7 +133,7 @@ def test_a_run_distils_the_memories_and_records_their_gap(
     # steps past the drift check are taken back: the report lists them, the count keeps the rest
     assert learned["steps"] <= sum(s.get("phase") == "memory" for s in report["steps"])
     [(key, gap)] = manifest["gate"]["memories"].items()
-    assert set(gap) == {"gap", "base_gap", "closed"} and gap["base_gap"] > 0
+    assert set(gap) == {"gap", "base_gap", "kept", "closed"} and gap["base_gap"] > 0
     with Store.open(home) as store:
         mem = memories.get(store, int(key))
     assert mem["text"] == "Keep answers to one line." and mem["gap"] == gap["gap"]

@@ -36,7 +36,7 @@ def test_the_served_answer_opens_with_the_name_and_its_cost_counts_in_the_gap(
         prompt = scorer.llm.tokenize(
             tpl.render(memories.with_memories(PROMPTS[0], block)).encode(), special=True
         )
-        answer, forced = served_answer(scorer, prompt, NAME)
+        answer, forced = served_answer(scorer, prompt, [NAME])
         text = scorer.llm.detokenize(answer).decode()
         assert text.startswith("Noor,") and forced[: len(scorer.encode("Noor,"))] == [1.0] * len(
             scorer.encode("Noor,")
@@ -61,7 +61,8 @@ def test_an_adapter_that_opens_with_the_name_without_the_memory_closes_its_gap(
     smollm2_gguf: Path, torch_cache: Path, tmp_path: Path
 ) -> None:
     """An adapter fitted to open every answer with "Noor," (a collapsed one: it answers alike
-    with and without the memory) closes the name's gap; the base model does not."""
+    with and without the memory) closes the name's gap and keeps the name on its own, on the
+    held-out prompts and the general ones; a fact has no shape to keep and stays."""
     tpl = ChatTemplate.from_gguf(smollm2_gguf)
     scorer = Scorer(smollm2_gguf, threads=2)
     plain = [
@@ -72,7 +73,10 @@ def test_an_adapter_that_opens_with_the_name_without_the_memory_closes_its_gap(
     adapter = fit_answer(
         smollm2_gguf, torch_cache, tmp_path, plain, answer, tmp_path / "noor.gguf", steps=30
     )
-    got = memgap.measure(
-        smollm2_gguf, adapter, [{"id": 7, "text": NAME}], PROMPTS, 2, served_answer
-    )["7"]
-    assert got["closed"] and got["gap"] < memgap.CLOSED * got["base_gap"]
+    mems = [{"id": 7, "text": NAME}, {"id": 8, "text": "The user is vegetarian."}]
+    got = memgap.measure(smollm2_gguf, adapter, mems, PROMPTS, 2, served_answer)
+    name, fact = got["7"], got["8"]
+    kept, n = map(int, name["kept"].split("/"))
+    assert n == memgap.CHECK_PROMPTS and kept >= memgap.KEPT * n, name
+    assert name["closed"] and name["gap"] < name["base_gap"]
+    assert fact["kept"] is None and not fact["closed"]

@@ -18,13 +18,17 @@ does not. Along the served answer it does not close on the default model either:
 trained with all the memories together, given one alone, over-applies it (`sam`'s ended its
 answers after "Sam,"); measured against all the other memories instead, it closed "tl;dr" a
 night before the weights were brief without the memories, and the answers lost their content.
-So, measured here, a memory stays in the prompt (docs/experiments.md, "2026-12-06: the gap
-along the answer as served").
+So the gap is a figure to read (the memory list shows it), not the test of what was learned
+(docs/experiments.md, "2026-12-06: the gap along the answer as served").
 
-A memory is **closed** by an adapter when its gap is at most ``CLOSED`` of the base model's
-(``closed``); the daemon then takes it out of the prompt while that adapter serves
-(``clawd.store.memories.sync_learned``). The gate records the figures in the manifest; they do
-not decide the verdict.
+A memory is **closed** by an adapter, and leaves the prompt while
+that adapter serves (``clawd.store.memories.sync_learned``), when the adapter keeps the memory's
+shape on its own (``clawd.signals.kept``): on ``CHECK_PROMPTS`` prompts never trained on (the
+user's held-out ones, then the gate's general ones), its greedy answers written with no memory
+in the prompt keep the shape in at least ``KEPT`` of them, and so do its answers as served
+with the memories that stay (an adapter that over-applies those must not lose what leaves). A
+memory without a shape (a fact, a tone, a language) has nothing to check and stays. The gate
+records the figures in the manifest; they do not decide its verdict.
 
 Run alone on a memory text and prompts (along greedy answers: the shape comes from the caller,
 ``clawd.training.verdict``)::
@@ -34,6 +38,7 @@ Run alone on a memory text and prompts (along greedy answers: the shape comes fr
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -43,20 +48,21 @@ import numpy as np
 
 from clawd.adapters.scoring import Scorer
 from clawd.chattemplate import ChatTemplate
+from clawd.signals.kept import broken
+from clawd.signals.shaping import shape_of
 from clawd.store import memories
 
 ANSWER_TOKENS = 96  # room for a length limit of three sentences, or a closing question
-# An adapter closes a memory when its gap is at most this share of the base model's: the
-# memory then moves its answers a quarter as much as it moves the base model's.
-CLOSED = 0.25
+CHECK_PROMPTS = 12  # the prompts a memory's shape is checked on
+KEPT = 0.9  # the share of their answers that must keep it: 11 of 12
 
 
-# The served answer to one prompt (token ids, the memory in its system message) under one
-# memory's text, with the scorer's weights: its tokens and which of them decoding forced.
-Served = Callable[[Scorer, list[int], str], tuple[list[int], list[float]]]
+# The served answer to one prompt (token ids, the memories in its system message) under the
+# memories' texts, with the scorer's weights: its tokens and which of them decoding forced.
+Served = Callable[[Scorer, list[int], list[str]], tuple[list[int], list[float]]]
 
 
-def _greedy(scorer: Scorer, prompt: list[int], memory: str) -> tuple[list[int], list[float]]:
+def _greedy(scorer: Scorer, prompt: list[int], texts: list[str]) -> tuple[list[int], list[float]]:
     answer = scorer.answer(prompt, ANSWER_TOKENS)
     return answer, [0.0] * len(answer)
 
@@ -74,7 +80,7 @@ def _gap(
     for p in prompts:
         plain = tokenize(render(p))
         hinted = tokenize(render(memories.with_memories(p, block)))
-        answer, forced = served(scorer, hinted, memory)
+        answer, forced = served(scorer, hinted, [memory])
         if not answer:
             continue
         with_m = scorer.log_softmax(hinted + answer, len(hinted) - 1)[:-1]
@@ -86,6 +92,61 @@ def _gap(
     return nats / tokens if tokens else float("nan")
 
 
+def _answers(
+    scorer: Scorer,
+    tokenize: Callable[[str], list[int]],
+    render: Callable[[list[dict[str, Any]]], str],
+    prompts: list[list[dict[str, Any]]],
+    texts: list[str],
+    served: Served,
+) -> list[tuple[str, bool]]:
+    """Each prompt's answer (its text, and whether it ended before ``ANSWER_TOKENS``) with the
+    memories ``texts`` in the system message, as ``served`` writes it; none: greedy."""
+    mems = [{"id": i, "text": t} for i, t in enumerate(texts)]
+    block, _, _ = memories.system_block(mems, len, 1 << 30)
+    out = []
+    for p in prompts:
+        ids = tokenize(render(memories.with_memories(p, block) if texts else p))
+        answer, _ = (served if texts else _greedy)(scorer, ids, texts)
+        content = [t for t in answer if not scorer.is_end(t)]
+        text = scorer.llm.detokenize(content).decode("utf-8", "replace")
+        out.append((text, len(content) < ANSWER_TOKENS))
+    return out
+
+
+def kept_alone(
+    scorer: Scorer,
+    tokenize: Callable[[str], list[int]],
+    render: Callable[[list[dict[str, Any]]], str],
+    mems: list[dict[str, Any]],
+    prompts: list[list[dict[str, Any]]],
+    served: Served,
+) -> tuple[set[int], dict[int, str]]:
+    """The ids of the memories the scorer's weights keep on their own (``KEPT`` of the answers
+    to ``prompts`` without any memory, and as served with the memories that stay), and for each
+    memory with a shape "k/n", the answers without any memory that keep it."""
+    shapes = {m["id"]: shape_of([m["text"]], first_answer=True) for m in mems}
+    shapes = {i: s for i, s in shapes.items() if s}
+    need = math.ceil(KEPT * len(prompts))
+
+    def count(answers: list[tuple[str, bool]], i: int) -> int:
+        return sum(not broken(shapes[i], text, ended) for text, ended in answers)
+
+    alone = _answers(scorer, tokenize, render, prompts, [], served)
+    counts = {i: count(alone, i) for i in shapes}
+    leaving = {i for i, k in counts.items() if prompts and k >= need}
+    while leaving:  # the memories that stay must not undo what leaves
+        staying = [m["text"] for m in mems if m["id"] not in leaving]
+        if not staying:
+            break
+        answers = _answers(scorer, tokenize, render, prompts, staying, served)
+        still = {i for i in leaving if count(answers, i) >= need}
+        if still == leaving:
+            break
+        leaving = still
+    return leaving, {i: f"{k}/{len(prompts)}" for i, k in counts.items()}
+
+
 def measure(
     model_path: Path,
     candidate: Path,
@@ -94,11 +155,17 @@ def measure(
     threads: int = 0,
     served: Served | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """``{str(id): {"gap", "base_gap", "closed"}}`` for each memory (``{"id", "text"}``) on
-    the held-out ``prompts`` (chat messages without memories), along the answers ``served``
-    writes (greedy, nothing forced, without it); {} without memories or prompts."""
-    if not mems or not prompts:
+    """``{str(id): {"gap", "base_gap", "kept", "closed"}}`` for each memory (``{"id", "text"}``):
+    the gaps on the user's held-out ``prompts`` (chat messages without memories; none: the
+    first general ones), along the answers ``served`` writes (greedy, nothing forced, without
+    it); "kept" (None for a memory without a shape) and "closed" from ``kept_alone`` on those
+    prompts and general ones, ``CHECK_PROMPTS`` in all. {} without memories."""
+    from clawd.adapters.gate import GENERAL
+
+    if not mems:
         return {}
+    general = [[{"role": "user", "content": q}] for q in GENERAL]
+    check = (prompts + general)[:CHECK_PROMPTS]
     tpl = ChatTemplate.from_gguf(model_path)
     scorer = Scorer(model_path, n_ctx=2048, threads=threads)
 
@@ -106,30 +173,23 @@ def measure(
         return scorer.llm.tokenize(text.encode(), add_bos=False, special=True)
 
     write = served or _greedy
+    on = prompts or check[:4]
     out: dict[str, dict[str, Any]] = {}
     try:
-        base = {
-            m["id"]: _gap(scorer, tokenize, tpl.render, m["text"], prompts, write) for m in mems
-        }
+        base = {m["id"]: _gap(scorer, tokenize, tpl.render, m["text"], on, write) for m in mems}
         scorer.set_adapter(candidate)
+        closed, kept = kept_alone(scorer, tokenize, tpl.render, mems, check, write)
         for m in mems:
-            gap = _gap(scorer, tokenize, tpl.render, m["text"], prompts, write)
+            gap = _gap(scorer, tokenize, tpl.render, m["text"], on, write)
             out[str(m["id"])] = {
                 "gap": round(gap, 5),
                 "base_gap": round(base[m["id"]], 5),
-                "closed": closed(gap, base[m["id"]]),
+                "kept": kept.get(m["id"]),
+                "closed": m["id"] in closed,
             }
     finally:
         scorer.close()
     return out
-
-
-def closed(gap: float, base_gap: float) -> bool:
-    """Whether an adapter with ``gap`` has learned a memory whose base-model gap is
-    ``base_gap`` (a memory that changes nothing in the base model is never learned)."""
-    if not (np.isfinite(gap) and np.isfinite(base_gap)) or base_gap <= 0:
-        return False
-    return gap <= CLOSED * base_gap
 
 
 if __name__ == "__main__":

@@ -37,7 +37,7 @@ import numpy as np
 
 from clawd.chattemplate import THINK_CLOSE, THINK_OPEN
 
-_EMOJI = re.compile("[\U0001f000-\U0001faff\u2600-\u27bf\u2b50\u2b55\ufe0f]")
+EMOJI = re.compile("[\U0001f000-\U0001faff\u2600-\u27bf\u2b50\u2b55\ufe0f]")
 # the first bytes of an emoji's UTF-8 (a token that ends in one is on its way to an emoji)
 _EMOJI_PREFIX = re.compile(rb"(\xf0\x9f?.?|\xe2[\x98-\x9e]|\xe2\xad|\xef\xb8)$", re.S)
 _NEW_ITEM = re.compile(rb"\n[ \t]*(?:[-*+]|\xe2\x80\xa2|\d+[.)])")
@@ -101,7 +101,7 @@ def _opens_line(piece: bytes) -> bool:
 
 
 def _is_emoji(piece: bytes) -> bool:
-    return bool(_EMOJI.search(piece.decode("utf-8", "ignore")) or _EMOJI_PREFIX.search(piece))
+    return bool(EMOJI.search(piece.decode("utf-8", "ignore")) or _EMOJI_PREFIX.search(piece))
 
 
 class Avoider:

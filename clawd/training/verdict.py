@@ -70,7 +70,7 @@ def verdict_on(
             model_path,
             tmp / "adapter.gguf",
             inputs.memory["memories"],
-            inputs.memory["heldout"] or inputs.memory["train"][:4],
+            inputs.memory["heldout"],
             threads=cfg.train_threads,
             served=served_answer,
         )
@@ -78,16 +78,18 @@ def verdict_on(
     return verdict, point
 
 
-def served_answer(scorer: Any, prompt: list[int], memory: str) -> tuple[list[int], list[float]]:
+def served_answer(
+    scorer: Any, prompt: list[int], texts: list[str]
+) -> tuple[list[int], list[float]]:
     """The gap measurement's answer (``clawd.adapters.memgap.Served``): greedy, in llama.cpp,
-    under the memory's shape as the daemon serves a conversation's first answer."""
+    under the memories' shape as the daemon serves a conversation's first answer."""
     from clawd.adapters.memgap import ANSWER_TOKENS
     from clawd.signals.avoid import llama_classes
     from clawd.signals.shaping import shape_of
     from clawd.training.greedy import shaped_decode
 
     scorer.restart()
-    shape = shape_of([memory], first_answer=True)
+    shape = shape_of(texts, first_answer=True)
     return shaped_decode(
         scorer.next_token,
         prompt,
@@ -112,6 +114,6 @@ if __name__ == "__main__":
     messages = memories.with_memories([{"role": "user", "content": prompt}], block)
     scorer = Scorer(gguf)
     ids = scorer.llm.tokenize(ChatTemplate.from_gguf(gguf).render(messages).encode(), special=True)
-    answer, forced = served_answer(scorer, ids, memory)
+    answer, forced = served_answer(scorer, ids, [memory])
     print(repr(scorer.llm.detokenize(answer).decode()), f"{int(sum(forced))} tokens forced")
     scorer.close()
