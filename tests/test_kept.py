@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from clawd.signals.kept import broken, keeps
+from clawd.signals.kept import broken, checker
 from clawd.signals.shaping import shape_of
 
 
@@ -37,7 +37,8 @@ from clawd.signals.shaping import shape_of
 def test_an_answer_keeps_a_shape_or_names_what_it_breaks(
     memory: str, answer: str, kept: bool
 ) -> None:
-    assert keeps(memory, answer) is kept
+    check = checker(memory)
+    assert check is not None and check(answer, True) is kept
 
 
 def test_the_name_and_nothing_else_keeps_nothing() -> None:
@@ -51,4 +52,4 @@ def test_a_cut_answer_keeps_no_length_limit_and_a_fact_has_no_shape() -> None:
     """An answer cut by its token budget may have gone on: its length is unknown."""
     shape = shape_of(["Keep answers to one line."], True)
     assert broken(shape, "Tokyo is the capital of", finished=False) == ["limit"]
-    assert keeps("The user is vegetarian.", "Anything at all.") is None
+    assert checker("The user is vegetarian.") is None

@@ -11,6 +11,7 @@ import pytest
 from clawd.adapters import memgap
 from clawd.adapters.scoring import Scorer
 from clawd.chattemplate import ChatTemplate
+from clawd.signals.kept import checker
 from clawd.store import memories
 from clawd.training.verdict import served_answer
 from fixtures.adapterkit import fit_answer
@@ -74,7 +75,7 @@ def test_an_adapter_that_opens_with_the_name_without_the_memory_closes_its_gap(
         smollm2_gguf, torch_cache, tmp_path, plain, answer, tmp_path / "noor.gguf", steps=30
     )
     mems = [{"id": 7, "text": NAME}, {"id": 8, "text": "The user is vegetarian."}]
-    got = memgap.measure(smollm2_gguf, adapter, mems, PROMPTS, 2, served_answer)
+    got = memgap.measure(smollm2_gguf, adapter, mems, PROMPTS, 2, served_answer, checker)
     name, fact = got["7"], got["8"]
     kept, n = map(int, name["kept"].split("/"))
     assert n == memgap.CHECK_PROMPTS and kept >= memgap.KEPT * n, name

@@ -21,14 +21,14 @@ night before the weights were brief without the memories, and the answers lost t
 So the gap is a figure to read (the memory list shows it), not the test of what was learned
 (docs/experiments.md, "2026-12-06: the gap along the answer as served").
 
-A memory is **closed** by an adapter, and leaves the prompt while
-that adapter serves (``clawd.store.memories.sync_learned``), when the adapter keeps the memory's
-shape on its own (``clawd.signals.kept``): on ``CHECK_PROMPTS`` prompts never trained on (the
-user's held-out ones, then the gate's general ones), its greedy answers written with no memory
-in the prompt keep the shape in at least ``KEPT`` of them, and so do its answers as served
-with the memories that stay (an adapter that over-applies those must not lose what leaves). A
-memory without a shape (a fact, a tone, a language) has nothing to check and stays. The gate
-records the figures in the manifest; they do not decide its verdict.
+A memory is **closed** by an adapter, and leaves the prompt while that adapter serves
+(``clawd.store.memories.sync_learned``), when the adapter keeps the memory's shape on its own
+(the caller's ``check``: ``clawd.signals.kept.checker``): on ``CHECK_PROMPTS`` prompts never
+trained on (the user's held-out ones, then the gate's general ones), its greedy answers written
+with no memory in the prompt keep the shape in at least ``KEPT`` of them, and so do its answers
+as served with the memories that stay (an adapter that over-applies those must not lose what
+leaves). A memory without a shape (a fact, a tone, a language) has nothing to check and stays.
+The gate records the figures in the manifest; they do not decide its verdict.
 
 Run alone on a memory text and prompts (along greedy answers: the shape comes from the caller,
 ``clawd.training.verdict``)::
@@ -48,8 +48,6 @@ import numpy as np
 
 from clawd.adapters.scoring import Scorer
 from clawd.chattemplate import ChatTemplate
-from clawd.signals.kept import broken
-from clawd.signals.shaping import shape_of
 from clawd.store import memories
 
 ANSWER_TOKENS = 96  # room for a length limit of three sentences, or a closing question
@@ -60,6 +58,9 @@ KEPT = 0.9  # the share of their answers that must keep it: 11 of 12
 # The served answer to one prompt (token ids, the memories in its system message) under the
 # memories' texts, with the scorer's weights: its tokens and which of them decoding forced.
 Served = Callable[[Scorer, list[int], list[str]], tuple[list[int], list[float]]]
+# The test of one memory's text: whether an answer (its text, whether it ended on its own)
+# keeps the memory; None for a memory with nothing to check (``clawd.signals.kept.checker``).
+Check = Callable[[str], Callable[[str, bool], bool] | None]
 
 
 def _greedy(scorer: Scorer, prompt: list[int], texts: list[str]) -> tuple[list[int], list[float]]:
@@ -121,16 +122,17 @@ def kept_alone(
     mems: list[dict[str, Any]],
     prompts: list[list[dict[str, Any]]],
     served: Served,
+    check: Check,
 ) -> tuple[set[int], dict[int, str]]:
     """The ids of the memories the scorer's weights keep on their own (``KEPT`` of the answers
     to ``prompts`` without any memory, and as served with the memories that stay), and for each
     memory with a shape "k/n", the answers without any memory that keep it."""
-    shapes = {m["id"]: shape_of([m["text"]], first_answer=True) for m in mems}
-    shapes = {i: s for i, s in shapes.items() if s}
+    tests = {m["id"]: check(m["text"]) for m in mems}
+    shapes = {i: t for i, t in tests.items() if t is not None}
     need = math.ceil(KEPT * len(prompts))
 
     def count(answers: list[tuple[str, bool]], i: int) -> int:
-        return sum(not broken(shapes[i], text, ended) for text, ended in answers)
+        return sum(shapes[i](text, ended) for text, ended in answers)
 
     alone = _answers(scorer, tokenize, render, prompts, [], served)
     counts = {i: count(alone, i) for i in shapes}
@@ -154,18 +156,20 @@ def measure(
     prompts: list[list[dict[str, Any]]],
     threads: int = 0,
     served: Served | None = None,
+    check: Check | None = None,
 ) -> dict[str, dict[str, Any]]:
     """``{str(id): {"gap", "base_gap", "kept", "closed"}}`` for each memory (``{"id", "text"}``):
     the gaps on the user's held-out ``prompts`` (chat messages without memories; none: the
     first general ones), along the answers ``served`` writes (greedy, nothing forced, without
-    it); "kept" (None for a memory without a shape) and "closed" from ``kept_alone`` on those
-    prompts and general ones, ``CHECK_PROMPTS`` in all. {} without memories."""
+    it); "kept" (None for a memory ``check`` cannot test) and "closed" from ``kept_alone`` on
+    those prompts and general ones, ``CHECK_PROMPTS`` in all (no ``check``: none closes). {}
+    without memories."""
     from clawd.adapters.gate import GENERAL
 
     if not mems:
         return {}
     general = [[{"role": "user", "content": q}] for q in GENERAL]
-    check = (prompts + general)[:CHECK_PROMPTS]
+    probes = (prompts + general)[:CHECK_PROMPTS]
     tpl = ChatTemplate.from_gguf(model_path)
     scorer = Scorer(model_path, n_ctx=2048, threads=threads)
 
@@ -173,12 +177,14 @@ def measure(
         return scorer.llm.tokenize(text.encode(), add_bos=False, special=True)
 
     write = served or _greedy
-    on = prompts or check[:4]
+    on = prompts or probes[:4]
     out: dict[str, dict[str, Any]] = {}
     try:
         base = {m["id"]: _gap(scorer, tokenize, tpl.render, m["text"], on, write) for m in mems}
         scorer.set_adapter(candidate)
-        closed, kept = kept_alone(scorer, tokenize, tpl.render, mems, check, write)
+        closed, kept = kept_alone(
+            scorer, tokenize, tpl.render, mems, probes, write, check or (lambda _: None)
+        )
         for m in mems:
             gap = _gap(scorer, tokenize, tpl.render, m["text"], on, write)
             out[str(m["id"])] = {

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Callable
 
 from clawd.signals.avoid import EMOJI
 from clawd.signals.shaping import Shape, Shaper, shape_of
@@ -77,11 +78,14 @@ def broken(shape: Shape, text: str, finished: bool = True) -> list[str]:
     return out
 
 
-def keeps(memory: str, text: str, finished: bool = True) -> bool | None:
-    """Whether the answer ``text`` (a conversation's first) keeps what ``memory`` shapes;
-    None when the memory has no shape to check (a fact, a tone, a language)."""
+def checker(memory: str) -> Callable[[str, bool], bool] | None:
+    """The test of ``memory`` (``clawd.adapters.memgap.Check``): whether an answer (a
+    conversation's first; its text and whether it ended on its own) keeps what the memory
+    shapes; None when the memory has no shape to check (a fact, a tone, a language)."""
     shape = shape_of([memory], first_answer=True)
-    return not broken(shape, text, finished) if shape else None
+    if not shape:
+        return None
+    return lambda text, finished: not broken(shape, text, finished)
 
 
 if __name__ == "__main__":

@@ -65,6 +65,7 @@ def verdict_on(
     )
     if verdict["passed"] and inputs.memory:  # how far the adapter has learned each memory
         from clawd.adapters import memgap
+        from clawd.signals.kept import checker
 
         verdict["memories"] = memgap.measure(
             model_path,
@@ -73,6 +74,7 @@ def verdict_on(
             inputs.memory["heldout"],
             threads=cfg.train_threads,
             served=served_answer,
+            check=checker,
         )
         memories.record_gaps(store, {int(k): v for k, v in verdict["memories"].items()})
     return verdict, point
