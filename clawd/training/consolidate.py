@@ -56,15 +56,6 @@ from clawd.training.torchmodel import response_log_softmax
 ANSWER_TOKENS = 96
 PROMPTS = 12  # the user's newest distinct prompts a run reads
 HELD_OUT_EVERY = 3  # every third is kept for the gap measurement
-# Replayed with the user's prompts: questions of other kinds than a user's recent ones (short,
-# factual, a task), so that a memory is learned for any question, not only the user's topics.
-# None is among the gate's general prompts, on which what the weights keep is tested.
-REPLAY = (
-    "What is the tallest mountain in the world?",
-    "What is 15 plus 27?",
-    "Name a colour of the rainbow.",
-    "How do I sharpen a pencil?",
-)
 # learn_forced stops once a batch's forced tokens cost less than this (nats per token: the name
 # is then about 3 times as likely as anything else), or after FORCED_STEPS. On `sam`'s memories
 # (SmolLM2, 8 prompts, lr 1e-4) the name opened 10 of 10 held-out answers after 16 steps, at
@@ -110,7 +101,6 @@ def memory_inputs(store: Store, prompts: int = PROMPTS) -> dict[str, Any] | None
         return None
     heldout = picked[HELD_OUT_EVERY - 1 :: HELD_OUT_EVERY]
     train = [p for i, p in enumerate(picked) if i % HELD_OUT_EVERY != HELD_OUT_EVERY - 1]
-    train += [[{"role": "user", "content": q}] for q in REPLAY]
     return {"memories": mems, "train": train, "heldout": heldout}
 
 
