@@ -35,7 +35,8 @@ def _within(shape: Shape, text: str) -> bool:
     if shape.unit == "words":
         return len(text.split()) <= (shape.limit or 0)
     shaper = Shaper(Shape(limit=shape.limit, unit=shape.unit))
-    for piece in [*re.findall(r"\s*\S+", text.strip()), "\n\n"]:
+    # words with the spaces before them, line breaks apart (a paragraph ends at a blank line)
+    for piece in [*re.findall(r"[ \t]*[^\s]+|\s*\n\s*", text.strip()), "\n\n"]:
         shaper.push(piece)
     return shaper.ends <= (shape.limit or 0)
 
