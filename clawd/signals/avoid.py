@@ -41,7 +41,7 @@ EMOJI = re.compile("[\U0001f000-\U0001faff\u2600-\u27bf\u2b50\u2b55\ufe0f]")
 # the first bytes of an emoji's UTF-8 (a token that ends in one is on its way to an emoji)
 _EMOJI_PREFIX = re.compile(rb"(\xf0\x9f?.?|\xe2[\x98-\x9e]|\xe2\xad|\xef\xb8)$", re.S)
 _NEW_ITEM = re.compile(rb"\n[ \t]*(?:[-*+]|\xe2\x80\xa2|\d+[.)])")
-_MARKUP = re.compile(rb"[*`]|__|\n[ \t]*[#>|]")
+MARKUP = re.compile(rb"[*`]|__|\n[ \t]*[#>|]")
 _LINE_MARK = re.compile(rb"^[ \t]*[#>|]")
 
 
@@ -60,7 +60,7 @@ class TokenClasses:
         self.pieces, self.encode = pieces, encode
         self.new_item = _ids(pieces, (bool(_NEW_ITEM.search(b)) for b in pieces))
         self.bullet = _ids(pieces, (not _opens_line(b) for b in pieces))
-        self.markup = _ids(pieces, (bool(_MARKUP.search(b)) for b in pieces))
+        self.markup = _ids(pieces, (bool(MARKUP.search(b)) for b in pieces))
         self.line_mark = _ids(pieces, (bool(_LINE_MARK.match(b)) for b in pieces))
         self.emoji = _ids(pieces, (_is_emoji(b) for b in pieces))
         self.bang = _ids(pieces, (b"!" in b for b in pieces))

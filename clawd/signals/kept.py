@@ -20,13 +20,12 @@ import re
 import sys
 from collections.abc import Callable
 
-from clawd.signals.avoid import EMOJI
+from clawd.signals.avoid import EMOJI, MARKUP
 from clawd.signals.shaping import Shape, Shaper, shape_of
 
 CONTENT_WORDS = 3
 _CODE = re.compile(r"```.*?(```|$)", re.S)
 _ITEM = re.compile(r"^[ \t]*(?:[-*+\u2022]|\d+[.)])[ \t]+\S", re.M)
-_MARKUP = re.compile(r"[*`]|__|^[ \t]*[#>|]", re.M)
 _QUESTION = re.compile(r"[^.!?\n]*\?[\"')\]\s]*$")
 
 
@@ -71,7 +70,7 @@ def broken(shape: Shape, text: str, finished: bool = True) -> list[str]:
                 "exclamations": "!" in prose,
                 "newlines": "\n" in prose.strip(),
                 "lists": bool(_ITEM.search(prose)),
-                "markdown": bool(_MARKUP.search(text)),
+                "markdown": bool(MARKUP.search(b"\n" + text.encode())),  # as decoding bans it
                 "emoji": bool(EMOJI.search(text)),
             }.get(kind, False)
         if hit:
