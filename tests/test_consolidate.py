@@ -184,3 +184,36 @@ def test_a_served_answers_forced_tokens_train_only_while_its_memories_hold(
     assert (
         example.prompt_ids == tok(template.render(messages), add_special_tokens=False)["input_ids"]
     )
+
+
+def test_with_two_memories_every_second_prompt_also_trains_with_the_others_staying(
+    tiny_qwen3_gguf: Path, torch_cache: Path
+) -> None:
+    """A memory leaves the prompt alone, so the weights must keep it while the others are
+    still there: every second training prompt gets a second student view holding all the
+    memories but one (a different one in turn), with the same teacher and answer. One memory
+    alone: one view per prompt."""
+    model, tok = torchmodel.load(tiny_qwen3_gguf, torch_cache)
+    template = ChatTemplate.from_gguf(tiny_qwen3_gguf)
+    mems = [
+        {"id": 1, "text": "Address the user as Ana."},
+        {"id": 2, "text": "The user is vegetarian."},
+    ]
+    train = [[{"role": "user", "content": q}] for q, _ in ANSWERS]
+    eos = [tok.convert_tokens_to_ids("<|im_end|>")]
+
+    def views(memory: dict) -> list[Example]:
+        out, _ = consolidate.memory_examples(model, tok, template, memory, eos, 4096)
+        return out
+
+    both = views({"memories": mems, "train": train, "heldout": []})
+    assert len(both) == 6 and [e.sample_id for e in both] == [-1, -2, -3, -4, -5, -6]
+    texts = [tok.decode(e.prompt_ids) for e in both]
+    alone = [t for t in texts if "Ana" not in t and "vegetarian" not in t]
+    assert len(alone) == 4  # every prompt without any memory
+    assert "vegetarian" in texts[2] and "Ana" not in texts[2]  # prompt 2: Ana has left
+    assert "Ana" in texts[5] and "vegetarian" not in texts[5]  # prompt 4: the other in turn
+    for a, b in ((both[1], both[2]), (both[4], both[5])):  # the same teacher and answer
+        assert (a.teacher_prompt_ids, a.response_ids) == (b.teacher_prompt_ids, b.response_ids)
+    one = views({"memories": mems[:1], "train": train, "heldout": []})
+    assert len(one) == 4

@@ -123,9 +123,11 @@ def memory_examples(
 ) -> tuple[list[Example], dict[str, Any]]:
     """One OPD example per training prompt of ``memory`` (``memory_inputs``): student view
     without the memories, teacher view with them, the teacher's greedy answer under the
-    memories' shape as the response, its forced tokens marked. Sample ids are negative (-1,
-    -2, ...): these are no stored samples. Returns the examples and what the report says of
-    them."""
+    memories' shape as the response, its forced tokens marked. With two memories or more,
+    every second prompt has a second student view with all of them but one (a different one
+    in turn): a memory leaves the prompt alone (``clawd.adapters.memgap``), and the answers
+    with the others still there must keep it too. Sample ids are negative (-1, -2, ...):
+    these are no stored samples. Returns the examples and what the report says of them."""
     if not memory or not memory["train"]:
         return [], {}
     block = teacher_messages([], memory["memories"])[0]["content"]
@@ -133,20 +135,26 @@ def memory_examples(
     def ids(messages: list[dict[str, Any]]) -> list[int]:
         return tok(template.render(messages), add_special_tokens=False)["input_ids"]
 
+    mems = memory["memories"]
     students = [ids(p) for p in memory["train"]]
-    teachers = [ids(teacher_messages(p, memory["memories"])) for p in memory["train"]]
+    teachers = [ids(teacher_messages(p, mems)) for p in memory["train"]]
     model.eval()
     # one-question prompts: the first answer of a conversation, which opens with the name
-    shape = shape_of([m["text"] for m in memory["memories"]], first_answer=True)
+    shape = shape_of([m["text"] for m in mems], first_answer=True)
     if shape:
         shaped = [shaped_answer(model, t, shape, tok, ANSWER_TOKENS, eos) for t in teachers]
     else:
         shaped = [(a, []) for a in greedy_answers(model, teachers, ANSWER_TOKENS, eos)]
     out = []
     for i, (s, t, (a, forced)) in enumerate(zip(students, teachers, shaped, strict=True)):
-        if not a or max(len(s), len(t)) + len(a) > max_seq_len:
-            continue
-        out.append(Example(-(i + 1), "opd", block, 0.0, s, t, a, device, forced=forced))
+        views = [s]
+        if len(mems) > 1 and i % 2:  # the others stay while this one has left the prompt
+            stay = [m for j, m in enumerate(mems) if j != (i // 2) % len(mems)]
+            views.append(ids(teacher_messages(memory["train"][i], stay)))
+        for v in views:
+            if a and max(len(v), len(t)) + len(a) <= max_seq_len:
+                sid = -(len(out) + 1)
+                out.append(Example(sid, "opd", block, 0.0, v, t, a, device, forced=forced))
     answers = [a for a, _ in shaped]
     report = {
         "memories": [m["id"] for m in memory["memories"]],
