@@ -41,3 +41,22 @@ def test_samples_of_another_base_model_wait_and_the_refusal_says_why(
     new, _, why = next_run(store, "combined", 0, base_sha256="sha-of-the-new-model")
     assert why is None and sorted(r["id"] for r in new) == sorted([mine, unknown])
     assert store.waiting_samples(("opd+rl", "opd", "rl"), "sha-of-the-new-model") == (2, 2)
+
+
+def test_samples_that_tie_still_run_while_a_memory_waits_to_be_learned(
+    store: Store, smollm2_gguf: Path
+) -> None:
+    """A content user (every answer thanked, no hint) gives the reward term nothing, but an
+    active memory is still to be distilled: with the memory setting on, the run goes ahead;
+    with it off, or once no memory is active, the samples wait as before."""
+    from clawd.store import memories
+
+    for q in ("Name a colour.", "Name a fruit."):
+        add_sample(store, smollm2_gguf, hint=None, reward=1.0, kind="rl", question=q)
+    assert "scored +1" in str(why_no_run(store, "combined", 0, memory=True))
+    mem, _ = memories.add(store, "Address the user as Ana.", "name", source="user")
+    new, _, why = next_run(store, "combined", 0, memory=True)
+    assert why is None and len(new) == 2
+    assert "scored +1" in str(why_no_run(store, "combined", 0, memory=False))
+    memories.sync_learned(store, "v1", [mem["id"]])  # in the weights: nothing left to distil
+    assert "scored +1" in str(why_no_run(store, "combined", 0, memory=True))

@@ -162,7 +162,7 @@ async def train_now(d: Any = Depends(daemon_of)) -> dict:
     job = d.jobs.signal_job
     if job is not None:  # "reply, then train now" trains on that reply
         await run_in_threadpool(job.run_once, 1000, True)
-    why = why_no_run(d.store, method, d.settings.train_replay, d.model_sha256)
+    why = why_no_run(d.store, method, d.settings.train_replay, d.model_sha256, d.settings.memory)
     if why:
         raise ApiError(409, why, "invalid_request_error", "nothing_to_train")
     try:

@@ -164,7 +164,7 @@ class Jobs:
         kinds = LEARNABLE_KINDS[s.train_method]
         _, learnable = self._store.waiting_samples(kinds, self.model_sha256)
         if learnable >= s.train_min_samples and not why_no_run(
-            self._store, s.train_method, s.train_replay, self.model_sha256
+            self._store, s.train_method, s.train_replay, self.model_sha256, s.memory
         ):  # a run the trainer would refuse is not started every minute
             self._scheduled("idle")
 

@@ -94,7 +94,7 @@ def run(
         # samples answered by another base model wait for it: their token ids are its words
         digest = sha256_file(model_path)
         samples, replay, why = next_run(
-            store, cfg.train_method, cfg.train_replay, cfg.max_samples, digest
+            store, cfg.train_method, cfg.train_replay, cfg.max_samples, digest, settings.memory
         )
         if why:
             raise NothingToTrain(why)
