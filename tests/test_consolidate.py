@@ -122,10 +122,13 @@ def test_a_run_distils_the_memories_and_records_their_gap(
     report = json.loads((folder / "report.json").read_text())
     distilled = report["memories"]
     assert distilled["prompts"] == 4 and distilled["heldout_prompts"] == 1  # every third out
-    assert distilled["examples"] == 4 and len(distilled["memories"]) == 1
+    assert len(distilled["memories"]) == 1
+    # a teacher answer that loops or says nothing is not distilled (the random tiny model's)
+    assert distilled["examples"] + distilled["dropped"] == 4
+    assert model == "qwen3" or distilled["examples"] >= 2
     # the teacher answers as served: the one-line limit is decoding's (Ana is off: no opening)
     assert distilled["shape"] == {"limit": "1 sentence", "avoid": ["newlines"]}
-    assert sum(s["sample_id"] < 0 for s in report["samples"]) == 4  # no stored sample
+    assert sum(s["sample_id"] < 0 for s in report["samples"]) == distilled["examples"]
     manifest = json.loads((folder / "manifest.json").read_text())
     # the tokens the shape forced trained after the PPO steps (learn_forced), when there were any
     learned = manifest["metrics"]["memory"]
@@ -186,34 +189,48 @@ def test_a_served_answers_forced_tokens_train_only_while_its_memories_hold(
     )
 
 
-def test_with_two_memories_every_second_prompt_also_trains_with_the_others_staying(
-    tiny_qwen3_gguf: Path, torch_cache: Path
-) -> None:
+def test_with_two_memories_every_second_prompt_also_trains_with_the_others_staying() -> None:
     """A memory leaves the prompt alone, so the weights must keep it while the others are
     still there: every second training prompt gets a second student view holding all the
-    memories but one (a different one in turn), with the same teacher and answer. One memory
-    alone: one view per prompt."""
-    model, tok = torchmodel.load(tiny_qwen3_gguf, torch_cache)
-    template = ChatTemplate.from_gguf(tiny_qwen3_gguf)
+    memories but one (a different one in turn). One memory alone: no second view."""
     mems = [
         {"id": 1, "text": "Address the user as Ana."},
         {"id": 2, "text": "The user is vegetarian."},
     ]
-    train = [[{"role": "user", "content": q}] for q, _ in ANSWERS]
+    prompt = [{"role": "user", "content": "Name a fruit."}]
+    views = [consolidate.staying(i, prompt, mems) for i in range(4)]
+    assert views[0] == [] and views[2] == []
+    [first], [second] = views[1], views[3]
+    assert first[0]["role"] == "system" and first[1:] == prompt
+    assert "vegetarian" in first[0]["content"] and "Ana" not in first[0]["content"]
+    assert "Ana" in second[0]["content"] and "vegetarian" not in second[0]["content"]
+    assert consolidate.staying(1, prompt, mems[:1]) == []
+
+
+def test_a_teacher_answer_that_loops_or_says_nothing_is_not_distilled(
+    smollm2_gguf: Path, torch_cache: Path
+) -> None:
+    """The teacher is the weights being trained: what they serve badly must not teach the next
+    update. An answer that repeats a phrase, or keeps the name and says nothing more, is left
+    out; one that keeps the shape with words of its own is taught."""
+    from clawd.signals.shaping import shape_of
+
+    _, tok = torchmodel.load(smollm2_gguf, torch_cache)
     eos = [tok.convert_tokens_to_ids("<|im_end|>")]
+    shape = shape_of(["Address the user as Sam.", "Keep answers short."], first_answer=True)
 
-    def views(memory: dict) -> list[Example]:
-        out, _ = consolidate.memory_examples(model, tok, template, memory, eos, 4096)
-        return out
+    def worth(text: str, ended: bool = True) -> bool:
+        ids = tok(text, add_special_tokens=False)["input_ids"] + (eos if ended else [])
+        return consolidate._worth_teaching(ids, shape, tok, eos)
 
-    both = views({"memories": mems, "train": train, "heldout": []})
-    assert len(both) == 6 and [e.sample_id for e in both] == [-1, -2, -3, -4, -5, -6]
-    texts = [tok.decode(e.prompt_ids) for e in both]
-    alone = [t for t in texts if "Ana" not in t and "vegetarian" not in t]
-    assert len(alone) == 4  # every prompt without any memory
-    assert "vegetarian" in texts[2] and "Ana" not in texts[2]  # prompt 2: Ana has left
-    assert "Ana" in texts[5] and "vegetarian" not in texts[5]  # prompt 4: the other in turn
-    for a, b in ((both[1], both[2]), (both[4], both[5])):  # the same teacher and answer
-        assert (a.teacher_prompt_ids, a.response_ids) == (b.teacher_prompt_ids, b.response_ids)
-    one = views({"memories": mems[:1], "train": train, "heldout": []})
-    assert len(one) == 4
+    assert worth("Sam, the capital of Japan is Tokyo.")
+    assert not worth("Sam,")  # the name and nothing else
+    loop = "Sam,\n\nHere's a revised version of your answer:\n\n"
+    assert not worth(loop * 2 + "Sam.")  # a phrase said twice
+    assert not worth("Sam, the capital of Japan is Tokyo and", ended=False)  # cut: no limit kept
+    assert consolidate._worth_teaching(
+        tok("Tokyo.", add_special_tokens=False)["input_ids"] + eos,
+        shape_of([], first_answer=True),
+        tok,
+        eos,
+    )  # no shape: only a repeat is refused

@@ -42,7 +42,8 @@ from typing import Any
 
 import torch
 
-from clawd.signals.shaping import shape_of
+from clawd.signals.kept import broken
+from clawd.signals.shaping import Shape, shape_of
 from clawd.store import memories
 from clawd.store.db import Store
 from clawd.training.batches import Example, pad
@@ -50,6 +51,7 @@ from clawd.training.config import TrainConfig
 from clawd.training.greedy import greedy_answers, shaped_answer
 from clawd.training.losses import k3_kl, likelihood_loss, mean_k3_kl, opd_kl_baseline
 from clawd.training.ppo import NonFinite, forward
+from clawd.training.repeats import repeated_ngrams
 from clawd.training.torchmodel import response_log_softmax
 
 # The teacher's answer per prompt: room for a length limit of three sentences to end it.
@@ -145,13 +147,12 @@ def memory_examples(
         shaped = [shaped_answer(model, t, shape, tok, ANSWER_TOKENS, eos) for t in teachers]
     else:
         shaped = [(a, []) for a in greedy_answers(model, teachers, ANSWER_TOKENS, eos)]
-    out = []
+    out, dropped = [], 0
     for i, (s, t, (a, forced)) in enumerate(zip(students, teachers, shaped, strict=True)):
-        views = [s]
-        if len(mems) > 1 and i % 2:  # the others stay while this one has left the prompt
-            stay = [m for j, m in enumerate(mems) if j != (i // 2) % len(mems)]
-            views.append(ids(teacher_messages(memory["train"][i], stay)))
-        for v in views:
+        if a and not _worth_teaching(a, shape, tok, eos):
+            dropped += 1
+            continue
+        for v in [s, *[ids(p) for p in staying(i, memory["train"][i], mems)]]:
             if a and max(len(v), len(t)) + len(a) <= max_seq_len:
                 sid = -(len(out) + 1)
                 out.append(Example(sid, "opd", block, 0.0, v, t, a, device, forced=forced))
@@ -161,11 +162,38 @@ def memory_examples(
         "prompts": len(memory["train"]),
         "heldout_prompts": len(memory["heldout"]),
         "examples": len(out),
+        "dropped": dropped,
         "shape": shape.describe(),
         "forced_tokens": int(sum(sum(f) for _, f in shaped)),
         "answers": [tok.decode(a, skip_special_tokens=True)[:200] for a in answers[:3]],
     }
     return out, report
+
+
+def staying(
+    i: int, prompt: list[dict[str, Any]], mems: list[dict[str, Any]]
+) -> list[list[dict[str, Any]]]:
+    """The second student view of training prompt ``i`` (``memory_examples``), as chat
+    messages: with two memories or more, on every second prompt, ``prompt`` with all of them
+    but one (the ``i // 2``-th in turn); otherwise none."""
+    if len(mems) < 2 or i % 2 == 0:
+        return []
+    return [teacher_messages(prompt, [m for j, m in enumerate(mems) if j != (i // 2) % len(mems)])]
+
+
+def _worth_teaching(answer: list[int], shape: Shape, tok: Any, eos: list[int]) -> bool:
+    """Whether the teacher's answer is one to distil: it says a phrase once (no repeated
+    ``repeats.NGRAM``-token phrase) and keeps the memories' shape with words of its own
+    (``clawd.signals.kept.broken``). The teacher is the weights being trained: an adapter that
+    began to answer "Sam," and stop, or "Sam,\n\nHere's a revised version of your answer:" and
+    again, would otherwise teach its own fault to the next update."""
+    if any(repeated_ngrams(answer)):
+        return False
+    if not shape:
+        return True
+    ended = answer[-1] in eos
+    text = tok.decode(answer[:-1] if ended else answer, skip_special_tokens=True)
+    return not broken(shape, text, ended)
 
 
 def learn_forced(
