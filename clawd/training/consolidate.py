@@ -24,6 +24,12 @@ limit: what is left, the next updates learn. Distilling the unshaped teacher tau
 not the name either (docs/experiments.md, "2026-12-06: consolidation toward the answers as
 served", "2026-12-06: the forced tokens learned after the PPO steps").
 
+The teacher is the weights being trained, so what they already serve badly would teach the
+next update its own fault: an answer that repeats a phrase, or keeps the shape with nothing
+of its own to say ("Sam," and the end), is not distilled (``_worth_teaching``). A memory leaves
+the prompt alone (``clawd.adapters.memgap``), so with two memories or more every second prompt
+also trains with the others staying (``staying``).
+
 The prompts come from the store (``memory_inputs``): the user's newest distinct prompts of
 conversations that may be learned from; every third is held out, never trained on, for the
 gate's gap measurement (``clawd.adapters.memgap``). Memories already learned are distilled too, so
