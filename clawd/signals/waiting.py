@@ -6,9 +6,8 @@ sample, none that the training method can use (``rules.nothing_to_learn``), or s
 all scored the same with no hint to learn from (``rules.nothing_to_tell_apart``), unless a
 memory waits to be learned: with ``memory`` on, samples that tie still carry the run that
 distils the active memories (``clawd.training.consolidate``), or a user who is content would
-keep them in the prompt for good. Given the
-served base model's digest, samples answered by another base model wait (their token ids mean
-other words here) and the refusal says so.
+keep them in the prompt for good. Given the served base model's digest, samples answered by
+another base model wait (their token ids mean other words here) and the refusal says so.
 
 Run alone to ask it of ``CLAWD_HOME`` with its settings::
 
