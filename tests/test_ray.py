@@ -371,3 +371,43 @@ def test_pack_and_unpack_keep_a_folder_and_refuse_escapes(tmp_path: Path) -> Non
     with pytest.raises(tarfile.TarError):
         remote.unpack(buf.getvalue(), tmp_path / "dst2")
     assert not (tmp_path / "escaped").exists()
+
+
+def test_a_client_server_that_fails_to_start_once_is_asked_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Ray Client's proxy starts a server per connection, and on a busy head that start can
+    time out once (seen in CI: "Starting Ray client server failed"). It cannot be caused on
+    demand, so a stand-in for ``ray`` fails the first ``init`` that way: the connection is asked
+    again once; a second failure, or any other error, is the clear error it always was."""
+    from clawd.training import remote
+
+    class Ray:
+        def __init__(self, errors: list[Exception]) -> None:
+            self.errors, self.calls = errors, 0
+
+        def is_initialized(self) -> bool:
+            return False
+
+        def init(self, **_: object) -> None:
+            self.calls += 1
+            if self.errors:
+                raise self.errors.pop(0)
+
+    flaky = RuntimeError(f"{remote.CLIENT_SERVER_FAILED}. See ray_client_server_23000.err")
+    monkeypatch.setattr(remote, "_reachable", lambda address: None)
+    monkeypatch.setattr(remote, "RETRY_AFTER_S", 0.0)
+    settings = Settings(train_backend="ray", ray_address="ray://127.0.0.1:10001")
+    for errors, calls, fails in (
+        ([flaky], 2, False),
+        ([flaky, RuntimeError(str(flaky))], 2, True),
+        ([ConnectionError("refused")], 1, True),
+    ):
+        ray = Ray(list(errors))
+        monkeypatch.setattr(remote, "_ray", lambda ray=ray: ray)
+        if fails:
+            with pytest.raises(train.TrainingError, match="cannot reach the Ray cluster"):
+                remote.connect(settings)
+        else:
+            assert remote.connect(settings) is ray
+        assert ray.calls == calls

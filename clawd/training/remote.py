@@ -63,6 +63,10 @@ def _ray() -> Any:
     return ray
 
 
+CLIENT_SERVER_FAILED = "Starting Ray client server failed"
+RETRY_AFTER_S = 2.0
+
+
 def connect(settings: Settings) -> Any:
     """``ray.init`` on ``ray_address`` with clawd's code shipped to the workers; returns ray."""
     import clawd
@@ -73,22 +77,29 @@ def connect(settings: Settings) -> Any:
     _reachable(settings.ray_address)
     code = [str(Path(clawd.__file__).parent)]
     ours = signal.getsignal(signal.SIGTERM)  # ray.init puts its own (sys.exit) in its place
-    try:
-        ray.init(
-            address=settings.ray_address,
-            runtime_env={
-                "py_modules": code,
-                "excludes": ["__pycache__", "*.pyc"],
-                "env_vars": openmp_wait(os.environ),  # the workers wait as this process does
-            },
-            logging_level="WARNING",
-            log_to_driver=True,
-        )
-    except Exception as exc:  # ConnectionError, ValueError, RuntimeError, grpc errors...
-        raise TrainingError(
-            f"cannot reach the Ray cluster at ray_address {settings.ray_address!r}: "
-            f"{type(exc).__name__}: {exc}"
-        ) from None
+    for attempt in (1, 2):
+        try:
+            ray.init(
+                address=settings.ray_address,
+                runtime_env={
+                    "py_modules": code,
+                    "excludes": ["__pycache__", "*.pyc"],
+                    "env_vars": openmp_wait(os.environ),  # the workers wait as this process does
+                },
+                logging_level="WARNING",
+                log_to_driver=True,
+            )
+            break
+        except Exception as exc:  # ConnectionError, ValueError, RuntimeError, grpc errors...
+            # Ray Client's proxy starts a server per connection; on a busy head that start can
+            # time out once ("Starting Ray client server failed") and succeed when asked again
+            if attempt == 1 and CLIENT_SERVER_FAILED in str(exc):
+                time.sleep(RETRY_AFTER_S)
+                continue
+            raise TrainingError(
+                f"cannot reach the Ray cluster at ray_address {settings.ray_address!r}: "
+                f"{type(exc).__name__}: {exc}"
+            ) from None
     if threading.current_thread() is threading.main_thread() and ours is not None:
         signal.signal(signal.SIGTERM, ours)  # a SIGTERM stays a cancel of the run
     return ray
