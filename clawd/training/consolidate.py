@@ -153,24 +153,27 @@ def memory_examples(
         shaped = [shaped_answer(model, t, shape, tok, ANSWER_TOKENS, eos) for t in teachers]
     else:
         shaped = [(a, []) for a in greedy_answers(model, teachers, ANSWER_TOKENS, eos)]
-    out, dropped = [], 0
+    out, dropped, forced_tokens = [], 0, 0
     for i, (s, t, (a, forced)) in enumerate(zip(students, teachers, shaped, strict=True)):
-        if a and not _worth_teaching(a, shape, tok, eos):
+        if not a:
+            continue
+        if not _worth_teaching(a, shape, tok, eos):
             dropped += 1
             continue
-        for v in [s, *[ids(p) for p in staying(i, memory["train"][i], mems)]]:
-            if a and max(len(v), len(t)) + len(a) <= max_seq_len:
-                sid = -(len(out) + 1)
-                out.append(Example(sid, "opd", block, 0.0, v, t, a, device, forced=forced))
+        views = [s, *[ids(p) for p in staying(i, memory["train"][i], mems)]]
+        fit = [v for v in views if max(len(v), len(t)) + len(a) <= max_seq_len]
+        forced_tokens += int(sum(forced)) if fit else 0
+        for v in fit:
+            out.append(Example(-(len(out) + 1), "opd", block, 0.0, v, t, a, device, forced=forced))
     answers = [a for a, _ in shaped]
     report = {
-        "memories": [m["id"] for m in memory["memories"]],
+        "memories": [m["id"] for m in mems],
         "prompts": len(memory["train"]),
         "heldout_prompts": len(memory["heldout"]),
         "examples": len(out),
         "dropped": dropped,
         "shape": shape.describe(),
-        "forced_tokens": int(sum(sum(f) for _, f in shaped)),
+        "forced_tokens": forced_tokens,  # of the answers distilled
         "answers": [tok.decode(a, skip_special_tokens=True)[:200] for a in answers[:3]],
     }
     return out, report

@@ -49,6 +49,10 @@ from clawd.training.update import Cancelled, OnStep, TrainingError, UpdateInputs
 
 CHUNK = 64 << 20  # bytes per object-store piece of a shipped model
 START_TIMEOUT_S = 600.0  # no worker with the asked resources in this long: the run fails
+# Ray Client's proxy starts a server per connection; on a busy head that start can time out
+# once and succeed when asked again: connect asks once more, RETRY_AFTER_S later
+CLIENT_SERVER_FAILED = "Starting Ray client server failed"
+RETRY_AFTER_S = 2.0
 Said = Callable[[str], None]
 
 
@@ -61,10 +65,6 @@ def _ray() -> Any:
             "(or ./install.sh --dev)"
         ) from None
     return ray
-
-
-CLIENT_SERVER_FAILED = "Starting Ray client server failed"
-RETRY_AFTER_S = 2.0
 
 
 def connect(settings: Settings) -> Any:
@@ -91,8 +91,6 @@ def connect(settings: Settings) -> Any:
             )
             break
         except Exception as exc:  # ConnectionError, ValueError, RuntimeError, grpc errors...
-            # Ray Client's proxy starts a server per connection; on a busy head that start can
-            # time out once ("Starting Ray client server failed") and succeed when asked again
             if attempt == 1 and CLIENT_SERVER_FAILED in str(exc):
                 time.sleep(RETRY_AFTER_S)
                 continue
