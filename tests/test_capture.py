@@ -107,3 +107,68 @@ def test_clauses_keep_titles_whole() -> None:
         "Stop calling me buddy.",
         "It's Mr. Haddad.",
     ]
+
+
+@pytest.mark.parametrize(
+    ("reply", "kind", "text"),
+    [
+        ("Ab jetzt bitte auf Deutsch.", "language", "Answer in German (deutsch)."),
+        ("contéstame en español de aquí en adelante", "language", "Answer in Spanish (español)."),
+        ("Me llamo Lucía, gracias.", "name", "Address the user as Lucía."),
+        ("não sou Mari, sou Marisol", "name", "Address the user as Marisol."),
+        (
+            "Ok pero resumido: 80 palabras máximo de ahora en adelante.",
+            "length",
+            "Keep answers to at most 80 words.",
+        ),
+        ("máximo cuatro líneas por respuesta, porfa", "length", "Keep answers to at most 4 lines."),
+        # a marker in English on a clause in Spanish
+        ("respóndeme en francés from now on, aunque sea sencillo", "language", "Answer in French"),
+    ],
+)
+def test_a_clause_in_another_language_is_read_by_its_own_words(
+    reply: str, kind: str, text: str
+) -> None:
+    [(got_kind, got)] = made(reply)
+    assert got_kind == kind and got.startswith(text), got
+    assert "the user" not in got.replace("Address the user", "")  # no English rewriting
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "Jajaja qué random, me encantó.",
+        "Ponle unas palabras en español a este, my customers are mostly from el barrio.",
+        "Pregunta: ¿te acuerdas de lo que te digo de un chat a otro?",
+        "Muy bien explicado, gracias por la ayuda.",
+    ],
+)
+def test_chatter_or_a_one_off_in_another_language_makes_none(reply: str) -> None:
+    assert made(reply) == []
+
+
+@pytest.mark.parametrize(
+    ("reply", "word"),
+    [
+        ("Drop the exclamation marks. Every reply, not just this one.", "exclamation"),
+        ("Strip the emoji. Not here, not anywhere.", "emoji"),
+        ("Cap it at 20 words unless I say 'detail'.", "20"),
+        # an emoji ends a sentence: the question before it is not the request
+        ("why does every answer have big headings 😭 drop the headings, just say it plain", "head"),
+    ],
+)
+def test_terse_markers_that_a_request_lasts(reply: str, word: str) -> None:
+    [(_, text)] = made(reply)
+    assert word in text.lower(), text
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "Good.",
+        "Thanks! Question: you can remember things about me for the next time we talk?",
+        "random q do u remember stuff i tell u between chats or nah",
+    ],
+)
+def test_a_verdict_or_a_question_about_memory_makes_none(reply: str) -> None:
+    assert made(reply) == []

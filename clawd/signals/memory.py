@@ -38,6 +38,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
+from clawd.signals import foreign
 from clawd.signals.corrections import said_again
 from clawd.signals.names import CALL_ME, NAME, name_in
 from clawd.signals.phrasing import (
@@ -84,7 +85,35 @@ def capture(reply: str) -> list[Captured]:
 
     A name said outright ("call me Ana") always counts. Anything else counts when the
     classifier (``clawd.signals.standing``) finds the reply standing: the clauses the rules
-    pick, or, when they pick none, the clause the classifier finds most standing."""
+    pick, or, when they pick none, the clause the classifier finds most standing. Clauses in
+    another language are read by ``clawd.signals.foreign`` alone."""
+    split = sentences(reply)
+    if not any(foreign.foreign(c) for s in split for c in s):
+        return _english(reply)
+    english, theirs, prev = [], [], ""
+    for s in split:
+        lasting = any(foreign.LASTING.search(c) or STRONG.search(c) for c in s)
+        english.append(", ".join(c for c in s if not foreign.foreign(c)))
+        for c in s:
+            got = foreign.foreign(c) and "¿" not in c and foreign.read(c, lasting)
+            if got:
+                kind, text = got
+                if (
+                    kind == "other"
+                    and prev
+                    and re.search(r"\b(?:eso|esto|isso|isto|das|cela|ça|questo|dat)\b", c, re.I)
+                ):
+                    text = f"{prev.strip(' ,.!?')}. {text}"  # "Acuérdate de eso": of what
+                theirs.append(Captured(kind, text, c, True))
+            prev = c
+    rest = " ".join(f"{e}." for e in english if e.strip(" .!?,"))
+    found = _english(rest) if rest else []
+    kinds = {c.kind for c in theirs if c.kind in ("name", "language")}
+    return [c for c in found if c.kind not in kinds] + theirs
+
+
+def _english(reply: str) -> list[Captured]:
+    """``capture`` of a reply in English."""
     found = _by_rules(reply)
     names = [c for c in found if c.kind == "name"]
     if probability(reply) < STANDING:
@@ -112,6 +141,7 @@ def capture(reply: str) -> list[Captured]:
         # a stay or a moment ("in London this week", "tonight") unless said to last
         and (not (_STAY.search(c) or EPHEMERAL.search(c)) or bool(STRONG.search(c)))
         and contentful(tidy(c))
+        and len(c.split()) > 1  # "Good.", "Perfect.": a verdict on the answer
         and not any(n.clause == c for n in names)
     ]
     if not candidates:
@@ -180,12 +210,22 @@ _YES_NO = re.compile(
 )
 
 
+# "you can remember things about me for next time?", "do u remember stuff i tell u": asked
+# whether it remembers, not told what to ("can you remember that I'm vegan" is a request)
+_ASKS_MEMORY = re.compile(
+    r"\b(?:(?:can|could|do|does|will|would)\s+(?:you|u|ya)|(?:you|u)\s+(?:can|could|will))\s+"
+    r"(?:\w+\s+)?(?:remember|recall|keep track)\b(?!\s+(?:that|to|my|i\b|i'm|im\b))",
+    re.I,
+)
+
+
 def _not_a_request(clause: str) -> bool:
     """A clause that asks nothing of future answers, whatever markers it holds: someone
     else's ways, a tolerance, a question to the assistant."""
     about_others = _OTHERS.search(clause) and not FACT.search(clause)
     others = about_others and not SO_THEREFORE.search(clause)
-    return bool(others or _TOLERATES.search(clause) or _YES_NO.search(clause))
+    asked = _YES_NO.search(clause) or _ASKS_MEMORY.search(clause)
+    return bool(others or _TOLERATES.search(clause) or asked)
 
 
 _TAG = re.compile(r"[,\s]+(?:ok|okay|pls|please|yeah|alright|right|k|thx|thanks)\s*\?+\s*$", re.I)

@@ -62,7 +62,9 @@ LASTING = re.compile(
 STRONG = re.compile(
     r"\b(from now on|always|in (the )?future|going forward|every time|each time|by default"
     r"|remember|from here on|in general|for all|in every|all (of )?your|permanently|for good"
-    r"|forever|henceforth|ever again)\b",
+    r"|forever|henceforth|ever again|standing (?:rule|order|instruction)|unless i (?:say|ask)"
+    r"|every (?:single )?(?:answer|reply|response|message|msg)|each (?:answer|reply|response)"
+    r"|not just (?:this|that|here)\b(?: one| time| answer| reply)?|(?:not|nor) anywhere)\b",
     re.IGNORECASE,
 )
 # "We rent, so nothing that damages paint": something about the user and what follows from it.
@@ -234,7 +236,9 @@ def sentences(reply: str) -> list[list[str]]:
     reply = _TAG_QUESTION.sub(".", reply)
     protected = re.sub(r"\b(Mr|Mrs|Ms|Dr|Prof|St|e\.g|i\.e|vs)\.", r"\1<dot>", reply, flags=re.I)
     protected = re.sub(r"\btl;\s?dr\b", "tldr", protected, flags=re.I)
-    for sentence in re.split(r"(?<=[.!?])\s+|\n+|(?<=[a-z])\.(?=[A-Z])", protected):
+    # a sentence ends at its punctuation, a line break, or an emoji ("so loud 😭 chill w those")
+    ends = r"(?<=[.!?])\s+|\n+|(?<=[a-z])\.(?=[A-Z])|\s*[\U0001F300-\U0001FAFF]+\s+"
+    for sentence in re.split(ends, protected):
         sentence = sentence.replace("<dot>", ".")
         pieces = re.split(
             r";\s*|,?\s+\band also\b\s+|,\s*and\s+|,?\s+\bbut\b\s+|\s+-+\s+", sentence
@@ -373,6 +377,15 @@ def contentful(text: str) -> bool:
         "now",
         "from",
         "here",
+        "anywhere",
+        "everywhere",
+        "standing",
+        "reply",
+        "replies",
+        "answer",
+        "answers",
+        "one",
+        "single",
     }
     return any(w not in vague and len(w) > 2 for w in words)
 
