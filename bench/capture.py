@@ -1,4 +1,4 @@
-"""Capture quality: which replies become memories, on labelled replies in 34 voices.
+"""Capture quality: which replies become memories, on labelled replies in 39 voices.
 
 ``bench/data/memory_replies.jsonl`` holds replies to an assistant's answer, each labelled
 ``standing`` (a preference or fact that should hold from now on), ``oneoff`` (corrects this
