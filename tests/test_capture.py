@@ -53,6 +53,7 @@ def test_the_new_users_reply_makes_a_name_and_a_length() -> None:
             "Mr. Haddad",
         ),
         ("I'd like to be called Dr. Okafor.", "name", "Dr. Okafor"),
+        ("Quick thing: use my name, Priya, when you reply. Every time, please.", "name", "Priya"),
         ("Please address me as Ms Reyes. First names are for friends.", "name", "Ms Reyes"),
     ],
 )

@@ -30,7 +30,8 @@ _NOT_NAMES = frozenset(
 _NOT_CALLED = frozenset(
     "back later crazy when if tomorrow tonight now maybe old a an the on at in by sometime "
     "whatever anything something anytime soon again please that this it him her them what "
-    "whenever out everywhere anywhere online irl here there too also are is was were".split()
+    "whenever out everywhere anywhere online irl here there too also are is was were more "
+    "often sometimes instead for and so every each properly right correctly".split()
 )
 # "nobody calls me Deirdre": a name said as what the user is not called
 _NOT_SO = re.compile(
@@ -50,6 +51,8 @@ _NOT_THAT = re.compile(
 
 NAME = re.compile(
     r"\b(?:call me|address me as|refer to me as|my name(?:'s| is)|i go by|you can call me"
+    # "use my name, Priya, when you reply"
+    r"|(?:use|say|with|by) my (?:first |real |actual )?name,?(?: which is| it'?s)?"
     # "I'd appreciate it if you called me ...", "I'd like to be called ...": asked, not told
     r"|(?:if you|you could|would you|could you|please|start|prefer|rather|like)(?: \w+){0,2}?"
     r" (?:call(?:ed|ing)? me|be(?:ing)? called|be(?:ing)? addressed as)"
