@@ -173,3 +173,12 @@ def test_terse_markers_that_a_request_lasts(reply: str, word: str) -> None:
 )
 def test_a_verdict_or_a_question_about_memory_makes_none(reply: str) -> None:
     assert made(reply) == []
+
+
+def test_a_reason_that_says_do_that_adds_no_second_memory() -> None:
+    reply = (
+        "I'd love it if you finished each answer by asking me something back. It keeps things "
+        "feeling like a conversation, so please do that from now on."
+    )
+    [(_, text)] = made(reply)
+    assert "asking the user something back" in text

@@ -287,6 +287,12 @@ def _by_rules(reply: str) -> list[Captured]:
         ):
             # "Enough with the disclaimers. Never add them again.": say what "them" is.
             before = parts[i - 1]
+            if any(c.clause == before for c in found) and re.search(
+                r"\b(?:please|pls|just|so|and) (?:do|keep doing) (?:that|this|so)\b",
+                clause,
+                re.I,
+            ):
+                continue  # "..., so please do that from now on": the request before lasts
             if (
                 not before.rstrip().endswith("?")
                 and not _habit(before)
