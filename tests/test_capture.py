@@ -182,3 +182,14 @@ def test_a_reason_that_says_do_that_adds_no_second_memory() -> None:
     )
     [(_, text)] = made(reply)
     assert "asking the user something back" in text
+
+
+def test_quoted_phrases_after_a_lasting_request_are_kept_as_said() -> None:
+    reply = (
+        "Cut the throat-clearing from now on. No 'Sure!', no 'great question', no 'hope this "
+        "helps', no 'let me know if'. Start with the answer and stop when it's done."
+    )
+    texts = [text for _, text in made(reply)]
+    assert "No 'Sure!', no 'great question', no 'hope this helps', no 'let me know if'." in texts
+    # without a marker that it lasts, the same phrases correct this answer only
+    assert made("No 'Sure!', no 'great question'.") == []

@@ -73,6 +73,8 @@ def test_the_name_a_memory_gives(text: str, name: str | None) -> None:
         ("No formatting.", {"lists", "markdown"}),
         ("Avoid emoji and lists.", {"emoji", "lists"}),
         ("Stop with the exclamation marks.", {"exclamations"}),
+        ("Leave out the exclamation marks.", {"exclamations"}),
+        ("Get rid of the bullet points.", {"lists"}),
         ("Drop the 'great question!' bit, permanently.", {'"great question"'}),
         ("Don't use the word delve.", {'"delve"'}),
         ("One paragraph, no line breaks.", {"newlines"}),

@@ -57,6 +57,7 @@ from clawd.signals.phrasing import (
     sentences,
     tidy,
 )
+from clawd.signals.shaping import avoids_of
 from clawd.signals.standing import probabilities, probability
 from clawd.store import memories
 from clawd.store.db import Store
@@ -241,6 +242,7 @@ def _by_rules(reply: str) -> list[Captured]:
     found: list[Captured] = []
     split = sentences(reply)
     parts = [c for s in split for c in s]
+    said_to_last = any(STRONG.search(c) for c in parts)
     # "Redo it but funnier": a correction in a sentence makes its other clauses one-off too,
     # unless one says outright that it lasts.
     one_off = [any(ONE_OFF.search(c) for c in s) for s in split for _ in s]
@@ -263,8 +265,12 @@ def _by_rules(reply: str) -> list[Captured]:
             )
             or bool(ABOUT_ME.search(clause) and not EPHEMERAL.search(clause))
         ) and not _STAY.search(clause)
-        lasts = LASTING.search(HABIT.sub(" ", clause)) or (
-            STRONG.search(clause) and not _habit(clause)
+        lasts = (
+            LASTING.search(HABIT.sub(" ", clause))
+            or (STRONG.search(clause) and not _habit(clause))
+            # "Cut the throat-clearing from now on. No 'Sure!', no 'great question'.": the
+            # phrases the lasting request meant
+            or (said_to_last and any(a.startswith('"') for a in avoids_of(clause)))
         )
         if not (is_fact or lasts or SO_THEREFORE.search(clause)):
             continue

@@ -302,6 +302,9 @@ def _third_person(text: str) -> str:
     return t
 
 
+_QUOTED = re.compile(r"((?<!\w)['\"“‘][^'\"“”‘’\n]{1,60}?['\"”’](?!\w))")
+
+
 def tidy(clause: str) -> str:
     """The clause as an instruction: lead-ins, markers and politeness out, first person turned
     into "the user", a capital first letter and a full stop."""
@@ -317,7 +320,9 @@ def tidy(clause: str) -> str:
     # "You never check back with me" asks for the opposite: "Check back with the user."
     t = re.sub(r"^(?:you|u) (?:never|don'?t ever|rarely|hardly ever) (?=\w)", "", t, flags=re.I)
     t = re.sub(r"^(?:you|u) always (?=\w)", "Do not ", t, flags=re.I)
-    t = _third_person(t)
+    # what the user quotes is the assistant's words ("no 'let me know if'"): kept as said
+    pieces = _QUOTED.split(t)
+    t = "".join(p if i % 2 else _third_person(p) for i, p in enumerate(pieces))
     t = t.rstrip(" .!?,;:")
     return (t[:1].upper() + t[1:] + ".") if t else ""
 

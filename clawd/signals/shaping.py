@@ -125,7 +125,8 @@ AVOIDABLE = {
 _NO = (
     r"\b(?:no|not|don'?t|do not|never|without|avoid|avoids|skip|drop|ditch|hates?|dislikes?"
     r"|can'?t stand|instead of|rather than|nor|zero|less|fewer|over|free of|stop|quit|enough"
-    r"|lose|cut|ease up on|tone down)\b"
+    r"|lose|cut|ease up on|tone down|leave out|omit|strip|get rid of|remove|lay off|go easy on"
+    r"|spare me|hold off on|ban)\b"
 )
 _AVOID = {
     # "no lists", "don't ever use bullet points"; not "no more than 5 bullet points"
