@@ -77,10 +77,9 @@ def _gap(
     served: Served,
 ) -> float:
     nats, tokens = 0.0, 0
-    block, _, _ = memories.system_block([{"id": 0, "text": memory}], len, 1 << 30)
     for p in prompts:
         plain = tokenize(render(p))
-        hinted = tokenize(render(memories.with_memories(p, block)))
+        hinted = tokenize(render(memories.with_all(p, [{"id": 0, "text": memory}])))
         answer, forced = served(scorer, hinted, [memory])
         if not answer:
             continue
@@ -104,10 +103,9 @@ def _answers(
     """Each prompt's answer (its text, and whether it ended before ``ANSWER_TOKENS``) with the
     memories ``texts`` in the system message, as ``served`` writes it; none: greedy."""
     mems = [{"id": i, "text": t} for i, t in enumerate(texts)]
-    block, _, _ = memories.system_block(mems, len, 1 << 30)
     out = []
     for p in prompts:
-        ids = tokenize(render(memories.with_memories(p, block) if texts else p))
+        ids = tokenize(render(memories.with_all(p, mems)))
         answer, _ = (served if texts else _greedy)(scorer, ids, texts)
         content = [t for t in answer if not scorer.is_end(t)]
         text = scorer.llm.detokenize(content).decode("utf-8", "replace")

@@ -238,6 +238,13 @@ def with_memories(messages: list[dict[str, Any]], block: str) -> list[dict[str, 
     return [{"role": "system", "content": block}, *messages]
 
 
+def with_all(messages: list[dict[str, Any]], mems: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``messages`` with every memory of ``mems`` in the system block, no budget: how
+    training and the gate put them (the daemon keeps to ``memory_token_budget``)."""
+    block, _, _ = system_block(mems, len, 1 << 30)
+    return with_memories(messages, block)
+
+
 def record_gaps(store: Store, gaps: dict[int, dict[str, float]]) -> None:
     """The gaps a gate measured (``{id: {"gap", "base_gap"}}``) as each memory's latest."""
     with store.db.conn:

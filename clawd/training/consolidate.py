@@ -112,14 +112,6 @@ def memory_inputs(store: Store, prompts: int = PROMPTS) -> dict[str, Any] | None
     return {"memories": mems, "train": train, "heldout": heldout}
 
 
-def teacher_messages(
-    messages: list[dict[str, Any]], mems: list[dict[str, Any]]
-) -> list[dict[str, Any]]:
-    """``messages`` with every memory in the system block, as the daemon serves them."""
-    block, _, _ = memories.system_block(mems, len, 1 << 30)  # no budget: all of them
-    return memories.with_memories(messages, block)
-
-
 def memory_examples(
     model: Any,
     tok: Any,
@@ -138,14 +130,14 @@ def memory_examples(
     these are no stored samples. Returns the examples and what the report says of them."""
     if not memory or not memory["train"]:
         return [], {}
-    block = teacher_messages([], memory["memories"])[0]["content"]
+    block = memories.with_all([], memory["memories"])[0]["content"]
 
     def ids(messages: list[dict[str, Any]]) -> list[int]:
         return tok(template.render(messages), add_special_tokens=False)["input_ids"]
 
     mems = memory["memories"]
     students = [ids(p) for p in memory["train"]]
-    teachers = [ids(teacher_messages(p, mems)) for p in memory["train"]]
+    teachers = [ids(memories.with_all(p, mems)) for p in memory["train"]]
     model.eval()
     # one-question prompts: the first answer of a conversation, which opens with the name
     shape = shape_of([m["text"] for m in mems], first_answer=True)
@@ -187,7 +179,7 @@ def staying(
     but one (the ``i // 2``-th in turn); otherwise none."""
     if len(mems) < 2 or i % 2 == 0:
         return []
-    return [teacher_messages(prompt, [m for j, m in enumerate(mems) if j != (i // 2) % len(mems)])]
+    return [memories.with_all(prompt, [m for j, m in enumerate(mems) if j != (i // 2) % len(mems)])]
 
 
 def _worth_teaching(answer: list[int], shape: Shape, tok: Any, eos: list[int]) -> bool:
