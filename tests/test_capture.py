@@ -54,6 +54,8 @@ def test_the_new_users_reply_makes_a_name_and_a_length() -> None:
         ),
         ("I'd like to be called Dr. Okafor.", "name", "Dr. Okafor"),
         ("Quick thing: use my name, Priya, when you reply. Every time, please.", "name", "Priya"),
+        # English words that are also Spanish or Portuguese ("as", "per") keep it English
+        ("Keep answers as short as possible from now on.", "length", "as short as possible"),
         ("Please address me as Ms Reyes. First names are for friends.", "name", "Ms Reyes"),
     ],
 )

@@ -23,18 +23,19 @@ from __future__ import annotations
 import re
 import sys
 
-# Function words of the languages read here, none of them an English word.
+# Function words of the languages read here, none of them an English word (not "as", "os",
+# "um", "per", "plus", "todo": a clause in English must not count as theirs).
 _THEIRS = frozenset(
-    "de que el la los las en por para con mi tu te es y un una se lo del al pero más muy porque "
-    "como cuando eso esto está estoy soy todo todas todos tus mis siempre nunca gracias también "
-    "sí qué ahora o os as em com meu minha você é e um não mais muito isso isto estou sou sempre "
-    "obrigado obrigada sim agora le les des pour avec mon ma mes et une ne pas plus très parce "
-    "comme quand ça cela est suis tout toujours jamais merci aussi oui maintenant vous je der das "
-    "und ich nicht bitte mit für ist ein eine mein meine du dich dir auch sehr wenn ja immer nie "
-    "jetzt sie zu auf di che il gli per è ti mio mia questo sono mai grazie anche ora het een "
-    "niet ik je wat voor maar ook graag altijd nooit este esta estos unas unos quiero voy hay "
-    "vez sin ni nada solo sólo porfa pues bueno entonces mucho hola ay jaja jajaja jajajaja pra "
-    "pro né tá tô vc kkk obg moi toi c'est n'est doch mir mich uns aber oder heel".split()
+    "de que el la los las en por para con mi tu te es y un una se lo del al pero más muy "
+    "porque como cuando eso esto está estoy soy todas todos tus mis siempre nunca gracias "
+    "también sí qué ahora meu minha você é não mais muito isso isto estou sou sempre obrigado "
+    "obrigada agora le les des pour avec mes et une ne pas très parce comme quand ça cela est "
+    "suis tout toujours jamais merci aussi oui maintenant vous je der das und ich nicht bitte "
+    "mit für ist ein eine mein meine du dich dir auch sehr wenn ja immer nie jetzt sie zu auf "
+    "di che il gli è ti mio mia questo sono mai grazie anche ora het een niet ik je wat voor "
+    "maar ook graag altijd nooit este esta estos unas unos quiero voy vez ni nada sólo porfa "
+    "pues bueno entonces mucho hola ay jaja jajaja jajajaja pra né tá tô vc kkk obg moi toi "
+    "c'est n'est doch mir mich uns aber oder".split()
 )
 _OURS = frozenset(
     "the and you your is it to of for that this with i my be are not please can just but what "
