@@ -23,6 +23,8 @@ from __future__ import annotations
 import re
 import sys
 
+from clawd.signals.phrasing import STRONG
+
 # Function words of the languages read here, none of them an English word (not "as", "os",
 # "um", "per", "plus", "todo": a clause in English must not count as theirs).
 _THEIRS = frozenset(
@@ -57,7 +59,7 @@ LASTING = re.compile(
     r"|ab jetzt|ab sofort|von jetzt an|in zukunft|k[üu]nftig|zuk[üu]nftig|immer|niemals|nie"
     r"|merk dir|jedes mal|in (?:allen|deinen) \w+|d'ora in poi|da ora in poi|da adesso|mai pi[uù]"
     r"|in futuro|ricorda(?:ti)?|ogni volta|in tutte le (?:tue )?\w+|vanaf nu|voortaan|altijd"
-    r"|nooit|onthoud|from now on|always|never|going forward|in (?:the )?future|every time)\b",
+    r"|nooit|onthoud|never)\b",  # English markers: phrasing.STRONG ("never" is none there)
     re.I,
 )
 ONE_OFF = re.compile(
@@ -126,6 +128,12 @@ def foreign(clause: str) -> bool:
     return mostly or bool(_NAMES.search(clause) or _IN_LANGUAGE.search(clause))
 
 
+def lasts(clause: str) -> bool:
+    """Whether ``clause`` says that what it asks lasts, in these languages or in English
+    ("respóndeme en francés from now on")."""
+    return bool(LASTING.search(clause) or STRONG.search(clause))
+
+
 def _length(clause: str) -> str | None:
     m = _LENGTH.search(clause)
     if m:
@@ -141,8 +149,8 @@ def read(clause: str, lasting: bool) -> tuple[str, str] | None:
     m = _NAMES.search(clause)
     if m:
         return "name", f"Address the user as {next(g for g in m.groups() if g)}."
-    lasts = bool(LASTING.search(clause)) or lasting
-    if not lasts or (ONE_OFF.search(clause) and not LASTING.search(clause)):
+    marked = lasts(clause)
+    if not (marked or lasting) or (ONE_OFF.search(clause) and not marked):
         return None
     m = _IN_LANGUAGE.search(clause)
     if m:

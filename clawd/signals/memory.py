@@ -88,15 +88,15 @@ def capture(reply: str) -> list[Captured]:
     classifier (``clawd.signals.standing``) finds the reply standing: the clauses the rules
     pick, or, when they pick none, the clause the classifier finds most standing. Clauses in
     another language are read by ``clawd.signals.foreign`` alone."""
-    split = sentences(reply)
-    if not any(foreign.foreign(c) for s in split for c in s):
+    split = [[(c, foreign.foreign(c)) for c in s] for s in sentences(reply)]
+    if not any(theirs for s in split for _, theirs in s):
         return _english(reply)
     english, theirs, prev = [], [], ""
     for s in split:
-        lasting = any(foreign.LASTING.search(c) or STRONG.search(c) for c in s)
-        english.append(", ".join(c for c in s if not foreign.foreign(c)))
-        for c in s:
-            got = foreign.foreign(c) and "¿" not in c and foreign.read(c, lasting)
+        lasting = any(foreign.lasts(c) for c, _ in s)
+        english.append(", ".join(c for c, other in s if not other))
+        for c, other in s:
+            got = other and "¿" not in c and foreign.read(c, lasting)
             if got:
                 kind, text = got
                 if (

@@ -130,7 +130,7 @@ def memory_examples(
     these are no stored samples. Returns the examples and what the report says of them."""
     if not memory or not memory["train"]:
         return [], {}
-    block = memories.with_all([], memory["memories"])[0]["content"]
+    block, _, _ = memories.system_block(memory["memories"], len, 1 << 30)
 
     def ids(messages: list[dict[str, Any]]) -> list[int]:
         return tok(template.render(messages), add_special_tokens=False)["input_ids"]
