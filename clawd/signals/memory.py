@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from clawd.signals import foreign
+from clawd.signals.asking import QUESTION, STAY, asks, habit, not_a_request
 from clawd.signals.corrections import said_again
 from clawd.signals.names import CALL_ME, NAME, name_in
 from clawd.signals.phrasing import (
@@ -52,11 +53,10 @@ from clawd.signals.phrasing import (
     STRONG,
     TRANSIENT,
     clauses,
-    contentful,
     kind_of,
     sentences,
-    tidy,
 )
+from clawd.signals.rewrite import contentful, tidy
 from clawd.signals.shaping import avoids_of
 from clawd.signals.standing import probabilities, probability
 from clawd.store import memories
@@ -125,7 +125,7 @@ def _english(reply: str) -> list[Captured]:
             c
             for c in found
             if (c.kind == "fact" and FACT.search(c.clause))
-            or ((c.strong or STRONG.search(c.clause)) and not _habit(c.clause))
+            or ((c.strong or STRONG.search(c.clause)) and not habit(c.clause))
         ]
     rest = [c for c in found if c.kind != "name"]
     if rest:
@@ -133,14 +133,14 @@ def _english(reply: str) -> list[Captured]:
     candidates = [
         c
         for c in clauses(reply)
-        if not _asks(c)
+        if not asks(c)
         and not ONE_OFF.search(c)
         and not NAME.search(c)  # "call me back": the rules found no name in it
         and not name_in(c)  # a name the rules gave way to ("I'm Sam. Call me Alex.")
-        and not _habit(c)
-        and not _not_a_request(c)
+        and not habit(c)
+        and not not_a_request(c)
         # a stay or a moment ("in London this week", "tonight") unless said to last
-        and (not (_STAY.search(c) or EPHEMERAL.search(c)) or bool(STRONG.search(c)))
+        and (not (STAY.search(c) or EPHEMERAL.search(c)) or bool(STRONG.search(c)))
         and contentful(tidy(c))
         and len(c.split()) > 1  # "Good.", "Perfect.": a verdict on the answer
         and not any(n.clause == c for n in names)
@@ -154,87 +154,6 @@ def _english(reply: str) -> list[Captured]:
     is_fact = bool(FACT.search(best) or ABOUT_ME.search(best))
     kind = kind_of(best)
     return [*names, Captured("fact" if is_fact and kind == "other" else kind, tidy(best), best)]
-
-
-# a question without its question mark ("why is every answer 6 paragraphs", "what if i only
-# have a microwave"): a request ("can you always use metric") is not one
-_QUESTION = re.compile(
-    r"^\W*(?:why|what|how|when|where|who|which|whats|what's|does|did|do you|do i|is it|is there"
-    r"|are you|are there"
-    # "is the bank going to charge that from now on": an auxiliary, then not "you" (a request)
-    r"|(?:is|are|was|were|will|does|did|has|have|am)\s+(?!you\b|u\b|ya\b|not\b)\w+)\b",
-    re.IGNORECASE,
-)
-
-
-# "I always mix them up", "we always end up making too much": a habit, not a request
-_MODAL = r"(?!(?:should|must|will|would|can|could|shall|need|needs|ought|has to|have to)\b)"
-_MY_HABIT = re.compile(
-    rf"(?:\b(?:i|i'?m|im|we|we'?re|he|she|they|it|(?:my|our) (?:{_MODAL}\w+ )?{_MODAL}\w+)\s+"
-    # not "my kids should never see ...": a modal makes it a rule
-    rf"(?:{_MODAL}\w+\s+)?"
-    r"(?:always|never|forever)|\bevery time (?:i|we|my)\b)"
-    r"(?!\s+(?:want|wants|need|needs|prefer|prefers|like|likes|love|hate|appreciate)\b)",
-    re.I,
-)
-
-
-def _habit(clause: str) -> bool:
-    return bool(HABIT.search(clause) or _MY_HABIT.search(clause))
-
-
-# "I'm in Manchester all this week for a course", "on holiday until Friday": a stay, not a fact
-_STAY = re.compile(
-    r"\b(?:this|next|all (?:this|next)|for the|for a|the whole|over the) (?:week|weekend|month"
-    r"|fortnight|summer|winter|semester|term|trip|holiday|few days|couple of (?:days|weeks))\b"
-    r"|\bfor (?:a|the|my|our) (?:course|conference|convention|trip|visit|holiday|vacation"
-    r"|wedding|meeting|funeral|training|work trip|business trip)\b"
-    r"|\b(?:on|for) (?:holiday|vacation|a trip|business|leave)\b|\buntil (?:\w+day|next|the)\b",
-    re.I,
-)
-# "my colleague uses Windows and always ...", "she never listens": someone else's ways
-_OTHERS = re.compile(
-    r"^\W*(?:(?:and|but|so|also|oh|haha|lol|well)\W+)*(?:(?:my|our) (?:\w+ )?(?:colleague|friend"
-    r"|boss|co-?workers?|brother|sister|mom|mum|dad|mother|father|neighbou?r|room-?mate|flatmate"
-    r"|cousin|uncle|aunt|grandma|grandpa|mate|buddy|classmate|in-laws?)s?|he|she|they)\b",
-    re.I,
-)
-# "emoji don't bother me", "I don't mind lists": nothing asked for
-_TOLERATES = re.compile(
-    r"\b(?:don'?t|doesn'?t|do not|does not|never) bothers? (?:me|us)\b"
-    r"|\bi (?:don'?t|do not) mind\b",
-    re.I,
-)
-# "Out of curiosity, do you remember ...?": a question to the assistant, whatever its words
-_YES_NO = re.compile(
-    r"(?:^|[,;:]\s*)(?:do|did|does|are|were|have|has) (?:you|u|ya)\b[^?]*\?\s*$", re.I
-)
-
-
-# "you can remember things about me for next time?", "do u remember stuff i tell u": asked
-# whether it remembers, not told what to ("can you remember that I'm vegan" is a request)
-_ASKS_MEMORY = re.compile(
-    r"\b(?:(?:can|could|do|does|will|would)\s+(?:you|u|ya)|(?:you|u)\s+(?:can|could|will))\s+"
-    r"(?:\w+\s+)?(?:remember|recall|keep track)\b(?!\s+(?:that|to|my|i\b|i'm|im\b))",
-    re.I,
-)
-
-
-def _not_a_request(clause: str) -> bool:
-    """A clause that asks nothing of future answers, whatever markers it holds: someone
-    else's ways, a tolerance, a question to the assistant."""
-    about_others = _OTHERS.search(clause) and not FACT.search(clause)
-    others = about_others and not SO_THEREFORE.search(clause)
-    asked = _YES_NO.search(clause) or _ASKS_MEMORY.search(clause)
-    return bool(others or _TOLERATES.search(clause) or asked)
-
-
-_TAG = re.compile(r"[,\s]+(?:ok|okay|pls|please|yeah|alright|right|k|thx|thanks)\s*\?+\s*$", re.I)
-
-
-def _asks(clause: str) -> bool:
-    """Whether ``clause`` is a question ("talk to me like a friend ok?" is not)."""
-    return _TAG.sub("", clause).rstrip().endswith("?") or bool(_QUESTION.search(clause))
 
 
 def _by_rules(reply: str) -> list[Captured]:
@@ -254,9 +173,9 @@ def _by_rules(reply: str) -> list[Captured]:
         if name and not re.search(r"\b(call|name) (it|this|that|the|them|him|her)\b", clause, re.I):
             found.append(Captured("name", f"Address the user as {name}.", clause))
             continue
-        if _QUESTION.search(clause) or (_asks(clause) and not LASTING.search(clause)):
+        if QUESTION.search(clause) or (asks(clause) and not LASTING.search(clause)):
             continue  # a question is not a standing statement ("why is every answer so long")
-        if _not_a_request(clause):
+        if not_a_request(clause):
             continue
         is_fact = (
             (
@@ -264,10 +183,10 @@ def _by_rules(reply: str) -> list[Captured]:
                 and not (TRANSIENT.search(clause) and not FACT.search(TRANSIENT.sub("", clause)))
             )
             or bool(ABOUT_ME.search(clause) and not EPHEMERAL.search(clause))
-        ) and not _STAY.search(clause)
+        ) and not STAY.search(clause)
         lasts = (
             LASTING.search(HABIT.sub(" ", clause))
-            or (STRONG.search(clause) and not _habit(clause))
+            or (STRONG.search(clause) and not habit(clause))
             # "Cut the throat-clearing from now on. No 'Sure!', no 'great question'.": the
             # phrases the lasting request meant
             or (said_to_last and any(a.startswith('"') for a in avoids_of(clause)))
@@ -275,7 +194,7 @@ def _by_rules(reply: str) -> list[Captured]:
         if not (is_fact or lasts or SO_THEREFORE.search(clause)):
             continue
         text, strong = tidy(clause), bool(STRONG.search(clause))
-        if _habit(clause) and not is_fact:
+        if habit(clause) and not is_fact:
             continue  # "I always forget this", "my dad always said": a habit or a story
         if not contentful(text):
             # "THREE sentences max. That's the rule from now on.": the marker is about the
@@ -301,7 +220,7 @@ def _by_rules(reply: str) -> list[Captured]:
                 continue  # "..., so please do that from now on": the request before lasts
             if (
                 not before.rstrip().endswith("?")
-                and not _habit(before)
+                and not habit(before)
                 and not any(c.clause == before for c in found)
             ):
                 text = f"{tidy(before)} {text}"

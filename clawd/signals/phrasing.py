@@ -1,14 +1,14 @@
-"""Phrasing: the words that say a request lasts, and a clause turned into a memory's text.
+"""Phrasing: the words that say a request lasts, and a reply cut into clauses.
 
 The vocabulary ``clawd.signals.memory`` reads a reply with: markers that a request lasts
 ("from now on", "always", "I prefer") or covers one answer ("this time", "redo it"), names
-("call me Ana"), facts about the user ("I'm vegetarian", "we rent"); and the rewriting of a
-clause into a memory ("I prefer short answers" -> "The user prefers short answers."). Pure
-functions of text, no model.
+("call me Ana"), facts about the user ("I'm vegetarian", "we rent"); a reply cut into sentences
+and clauses, and a clause's kind (length, format, tone, language). Rewriting a clause into a
+memory's text is ``clawd.signals.rewrite``. Pure functions of text, no model.
 
-Run alone to see a clause rewritten::
+Run alone to see a reply cut into clauses, each with its kind::
 
-    python -m clawd.signals.phrasing "I'm vegetarian, so keep that in mind."
+    python -m clawd.signals.phrasing "Way too long. Call me Ana, and keep it to one line."
 """
 
 from __future__ import annotations
@@ -199,29 +199,6 @@ _KIND_WORDS = (
         ),
     ),
 )
-_LEAD = re.compile(
-    r"^(?:(?:(?:no|nope|yes|yeah|ugh|hmm|lol)[,!.:;]+|and|but|also|so|oh|ok|okay|alright|well|hey|"
-    r"hi|btw|by the way|ps|p\.s\.|one more thing|just|honestly|seriously|look|listen|thanks|"
-    r"thank you|please|pls|"
-    r"plz|kindly|could you|can you|would you|will you|i'd like you to|i want you to|i need you"
-    r"to|make sure to|make sure you|be sure to|try to|remember to|remember that|keep in mind"
-    r"that|keep in mind|note that|for the record|fyi|for future reference|from now on|going "
-    r"forward|in (?:the )?future|in general|by default|as a rule)[\s,:;!-]+)+",
-    re.IGNORECASE,
-)
-_TAIL = re.compile(
-    r"[\s,;:-]*\b(?:(?:so |and )?(?:please )?(?:keep (?:that|this|it) in mind"
-    r"|remember (?:that|this|it)|bear (?:that|this|it) in mind|note that"
-    r"|take (?:that|this|it) into account)|from now on|going forward|moving forward"
-    r"|in (?:the )?future|from here on"
-    r"(?: out)?|for future (?:answers|replies|reference)|every time|each time|please|pls|plz|"
-    r"thanks|thank you|ok|okay|in general|by default|as a rule|if you can|if possible|"
-    r"from today|for the future|as well|too|all the time|thx|ty|going on|ever|from now|btw|"
-    r"by the way|thanks in advance|remember (?:it|this|that))\b[\s,.!?]*$",
-    re.IGNORECASE,
-)
-
-
 # "Finish by asking me something back, would you?": a request with a tag, not a question
 _TAG_QUESTION = re.compile(
     r",\s*(?:would|will|could|can|won'?t) you(?: please)?\s*\?+|,\s*(?:ok|okay|yeah|please)\s*\?+",
@@ -254,79 +231,6 @@ def clauses(reply: str) -> list[str]:
     return [c for s in sentences(reply) for c in s]
 
 
-def _third_person(text: str) -> str:
-    """First person to "the user": "I prefer" -> "The user prefers", "my" -> "the user's"."""
-
-    def verb(m: re.Match[str]) -> str:
-        adverb, v = m.group(1) or "", m.group(2)
-        irregular = {
-            "am": "is",
-            "'m": "is",
-            "have": "has",
-            "do": "does",
-            "go": "goes",
-            "was": "was",
-            "can": "can",
-            "will": "will",
-            "would": "would",
-            "should": "should",
-            "could": "could",
-            "must": "must",
-            "might": "might",
-        }
-        if v.lower() in irregular:
-            return f"the user {adverb}{irregular[v.lower()]}"
-        if v.lower().endswith(("s", "sh", "ch", "x", "z", "o")):
-            return f"the user {adverb}{v}es"
-        if re.search(r"[^aeiou]y$", v):
-            return f"the user {adverb}{v[:-1]}ies"
-        return f"the user {adverb}{v}s"
-
-    t = re.sub(r"\bI'm\b|\bIm\b|\bi'm\b|\bim\b(?= a | an | from | in )", "the user is", text)
-    t = re.sub(r"\bI've\b", "the user has", t, flags=re.I)
-    t = re.sub(r"\bI'd\b", "the user would", t, flags=re.I)
-    t = re.sub(r"\bI'll\b", "the user will", t, flags=re.I)
-    t = re.sub(r"\bI don'?t\b|\bI do not\b", "the user does not", t, flags=re.I)
-    t = re.sub(r"\bI can'?t\b|\bI cannot\b", "the user cannot", t, flags=re.I)
-    t = re.sub(
-        r"\bI (only |mostly |mainly |usually |really |also |always |never |just )?"
-        r"([A-Za-z']+)",
-        verb,
-        t,
-        flags=re.I,
-    )
-    t = re.sub(r"\bmy\b", "the user's", t, flags=re.I)
-    t = re.sub(r"\bmine\b", "the user's", t, flags=re.I)
-    t = re.sub(r"\bmyself\b", "themselves", t, flags=re.I)
-    t = re.sub(r"\bme\b", "the user", t, flags=re.I)
-    return t
-
-
-_QUOTED = re.compile(r"((?<!\w)['\"“‘][^'\"“”‘’\n]{1,60}?['\"”’](?!\w))")
-
-
-def tidy(clause: str) -> str:
-    """The clause as an instruction: lead-ins, markers and politeness out, first person turned
-    into "the user", a capital first letter and a full stop."""
-    t = clause.strip(" \t\"'`*_-")
-    t = re.sub(r"\s+", " ", t)
-    for _ in range(3):
-        t = _LEAD.sub("", t).strip()
-        t = _TAIL.sub("", t).strip(" ,;:-")
-    t = re.sub(r"^(?:you should|you must|you need to|you have to)\s+", "", t, flags=re.I)
-    t = re.sub(r"^stop using\b", "Do not use", t, flags=re.I)
-    t = re.sub(r"^(?:please )?stop\b", "Do not keep", t, flags=re.I)
-    t = re.sub(r"^no more\b", "No", t, flags=re.I)
-    # "You never check back with me" asks for the opposite: "Check back with the user."
-    t = re.sub(r"^(?:you|u) (?:never|don'?t ever|rarely|hardly ever) (?=\w)", "", t, flags=re.I)
-    t = re.sub(r"^(?:you|u) always (?=\w)", "Do not ", t, flags=re.I)
-    # what the user quotes is the assistant's words ("no 'let me know if'"): kept as said
-    pieces = _QUOTED.split(t)
-    t = "".join(p if i % 2 else _third_person(p) for i, p in enumerate(pieces))
-    t = t.rstrip(" .!?,;:")
-    return (t[:1].upper() + t[1:] + ".") if t else ""
-
-
 def kind_of(clause: str) -> str:
     for kind, pattern in _KIND_WORDS:
         if pattern.search(clause):
@@ -334,66 +238,6 @@ def kind_of(clause: str) -> str:
     return "other"
 
 
-def contentful(text: str) -> bool:
-    """Whether a memory says something on its own (not "Do that." or "Never again.")."""
-    words = re.findall(r"[a-z]+", text.lower())
-    vague = {
-        "do",
-        "you",
-        "that",
-        "this",
-        "it",
-        "again",
-        "not",
-        "never",
-        "always",
-        "the",
-        "user",
-        "please",
-        "so",
-        "like",
-        "ever",
-        "keep",
-        "stuff",
-        "thing",
-        "things",
-        "is",
-        "don",
-        "doesn",
-        "anymore",
-        "more",
-        "any",
-        "stop",
-        "rule",
-        "that's",
-        "thats",
-        "how",
-        "way",
-        "want",
-        "said",
-        "just",
-        "time",
-        "each",
-        "every",
-        "would",
-        "could",
-        "only",
-        "once",
-        "now",
-        "from",
-        "here",
-        "anywhere",
-        "everywhere",
-        "standing",
-        "reply",
-        "replies",
-        "answer",
-        "answers",
-        "one",
-        "single",
-    }
-    return any(w not in vague and len(w) > 2 for w in words)
-
-
 if __name__ == "__main__":
-    print(tidy(" ".join(sys.argv[1:])))
+    for c in clauses(" ".join(sys.argv[1:]) or sys.stdin.read()):
+        print(f"{kind_of(c):9} {c}")
