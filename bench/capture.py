@@ -74,7 +74,7 @@ def share(k: int, n: int) -> dict[str, Any]:
 def score(rows: list[dict[str, Any]]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     made, misses = [], []
     for r in rows:
-        got = capture(r["reply"])
+        got = capture(r["reply"], r.get("answer", ""))
         made.append((r, got))
         standing = r["label"] == "standing"
         kept = standing and any(r["key"].lower() in c.text.lower() for c in got)

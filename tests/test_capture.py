@@ -9,8 +9,8 @@ import pytest
 from clawd.signals.memory import capture, clauses
 
 
-def made(reply: str) -> list[tuple[str, str]]:
-    return [(c.kind, c.text) for c in capture(reply)]
+def made(reply: str, answer: str = "") -> list[tuple[str, str]]:
+    return [(c.kind, c.text) for c in capture(reply, answer)]
 
 
 def test_the_new_users_reply_makes_a_name_and_a_length() -> None:
@@ -195,3 +195,34 @@ def test_quoted_phrases_after_a_lasting_request_are_kept_as_said() -> None:
     assert "No 'Sure!', no 'great question', no 'hope this helps', no 'let me know if'." in texts
     # without a marker that it lasts, the same phrases correct this answer only
     assert made("No 'Sure!', no 'great question'.") == []
+
+
+@pytest.mark.parametrize(
+    ("reply", "answer", "name"),
+    [
+        ("Tomasz. Not Thomas.", "Hi Thomas, here is the schedule.", "Tomasz"),
+        ("no, it's Zofia, not Sofia", "Hello Sofia! The answer is 4.", "Zofia"),
+        ("Not buddy. Kowalski. Surname only.", "Sure thing, buddy! Here you go.", "Kowalski"),
+        ("ew dont call me jonathan thats what my mom yells 💀 its jojo", "Hey Jonathan!", "Jojo"),
+    ],
+)
+def test_a_name_put_in_place_of_what_the_answer_called_the_user(
+    reply: str, answer: str, name: str
+) -> None:
+    assert made(reply, answer) == [("name", f"Address the user as {name}.")]
+
+
+@pytest.mark.parametrize(
+    ("reply", "answer"),
+    [
+        ("Rust. Not Python.", "Here is the Python code, as you asked."),
+        ("Java. Not Python.", "Python, as you asked:\n\nprint(1)"),
+        ("I'm not sure. Rust.", "Hi Sam, which language?"),
+        ("Not bad. Python.", "Hello there, here it is."),
+        ("Tomasz. Not Thomas.", "Thomas Edison invented the phonograph."),  # not addressed
+    ],
+)
+def test_a_word_put_aside_that_the_answer_never_called_the_user_is_no_name(
+    reply: str, answer: str
+) -> None:
+    assert not [k for k, _ in made(reply, answer) if k == "name"]

@@ -71,3 +71,9 @@ def test_forgetting_a_conversation_forgets_its_complaints(store: Store) -> None:
     remember(store, "Too long.", source="reply", conversation_id=ctx.conversation_id)
     record.delete_conversation(store, ctx.conversation_id)
     assert remember(store, "ugh, another essay", source="reply") == []  # the first is gone
+
+
+def test_a_name_correction_reads_the_answer_it_replies_to(store: Store) -> None:
+    made = remember(store, "Tomasz. Not Thomas.", source="reply", answer="Hi Thomas, done.")
+    assert texts(made) == ["Address the user as Tomasz."]
+    assert remember(store, "Tomasz. Not Thomas.", source="reply") == []  # no answer: no name

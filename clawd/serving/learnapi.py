@@ -43,6 +43,7 @@ def _remember_comment(d: Any, turn_id: str, comment: str) -> list[dict]:
         d.store,
         comment,
         source="feedback",
+        answer=turn["response_text"] or "",
         turn_id=turn_id,
         conversation_id=turn["conversation_id"],
     )

@@ -29,6 +29,7 @@ essay") is a preference after all: ``remember`` makes the memory it implies
 Run alone to see what a reply would make::
 
     python -m clawd.signals.memory "Please call me Ana, and keep answers to one line from now on."
+    python -m clawd.signals.memory "Tomasz. Not Thomas." "Hi Thomas, here it is."   # reply, answer
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from typing import Any
 from clawd.signals import foreign
 from clawd.signals.asking import QUESTION, STAY, asks, habit, not_a_request
 from clawd.signals.corrections import said_again
-from clawd.signals.names import CALL_ME, NAME, name_in
+from clawd.signals.names import CALL_ME, NAME, corrected, name_in
 from clawd.signals.phrasing import (
     ABOUT_ME,
     EPHEMERAL,
@@ -80,14 +81,29 @@ class Captured:
     strong: bool = False  # said outright to last, in the clause or in a marker after it
 
 
-def capture(reply: str) -> list[Captured]:
-    """The standing statements of ``reply`` (empty when it only corrects the answer it follows
-    or says nothing lasting), at most one per kind and topic, in the order said.
+def capture(reply: str, answer: str = "") -> list[Captured]:
+    """The standing statements of ``reply`` to ``answer`` (empty when it only corrects the
+    answer or says nothing lasting), at most one per kind and topic, in the order said.
 
-    A name said outright ("call me Ana") always counts. Anything else counts when the
-    classifier (``clawd.signals.standing``) finds the reply standing: the clauses the rules
-    pick, or, when they pick none, the clause the classifier finds most standing. Clauses in
-    another language are read by ``clawd.signals.foreign`` alone."""
+    A name said outright ("call me Ana") always counts, and so does one put in place of what
+    the answer called the user ("Tomasz. Not Thomas." after "Hi Thomas, ...": the answer is
+    read for that alone). Anything else counts when the classifier
+    (``clawd.signals.standing``) finds the reply standing: the clauses the rules pick, or, when
+    they pick none, the clause the classifier finds most standing. Clauses in another language
+    are read by ``clawd.signals.foreign`` alone."""
+    found = _capture(reply)
+    name = not any(c.kind == "name" for c in found) and corrected(reply, answer)
+    if not name:
+        return found
+    about = re.compile(
+        r"\b(?:call|calls|calling|address|addresses|addressing) (?:me|the user)\b", re.I
+    )
+    rest = [c for c in found if not about.search(c.text)]
+    return [Captured("name", f"Address the user as {name}.", reply, True), *rest]
+
+
+def _capture(reply: str) -> list[Captured]:
+    """``capture`` but for a name the answer's words show."""
     split = [[(c, foreign.foreign(c)) for c in s] for s in sentences(reply)]
     if not any(theirs for s in split for _, theirs in s):
         return _english(reply)
@@ -248,13 +264,15 @@ def remember(
     reply: str,
     *,
     source: str,
+    answer: str = "",
     turn_id: str | None = None,
     conversation_id: str | None = None,
 ) -> list[dict[str, Any]]:
     """Capture ``reply`` (a reply's text or a feedback comment, ``source`` "reply" or
-    "feedback") into the store: one memory per standing statement, each with the memory it
-    replaced (a newer name replaces the older); and the memory a complaint implies when an
-    earlier reply made it too (``clawd.signals.corrections``). Returns ``{"memory",
+    "feedback"; ``answer``: the answer it is about) into the store: one memory per standing
+    statement, each with the memory it replaced (a newer name replaces the older); and the
+    memory a complaint implies when an earlier reply made it too
+    (``clawd.signals.corrections``). Returns ``{"memory",
     "replaced"}`` per memory made or confirmed."""
     added = [
         memories.add(
@@ -266,7 +284,7 @@ def remember(
             turn_id=turn_id,
             conversation_id=conversation_id,
         )
-        for c in capture(reply)
+        for c in capture(reply, answer)
     ]
     # the same complaint about a second answer (clawd.signals.corrections)
     added += said_again(
@@ -302,16 +320,26 @@ def remember_next_state(store: Store, turn_id: str) -> list[dict[str, Any]]:
     """``remember`` on the user's reply to ``turn_id`` (its next state), if it is a user
     message of a conversation that may be learned from; [] otherwise."""
     row = store.db.execute(
-        "SELECT n.content, t.conversation_id FROM next_states n JOIN turns t ON t.id = n.turn_id "
+        "SELECT n.content, t.conversation_id, t.response_text FROM next_states n "
+        "JOIN turns t ON t.id = n.turn_id "
         "JOIN conversations c ON c.id = t.conversation_id "
         "WHERE n.turn_id = ? AND n.role = 'user' AND t.learn = 1 AND c.learn = 1",
         [turn_id],
     ).fetchone()
     if not row or not row[0]:
         return []
-    return remember(store, row[0], source="reply", turn_id=turn_id, conversation_id=row[1])
+    return remember(
+        store,
+        row[0],
+        source="reply",
+        answer=row[2] or "",
+        turn_id=turn_id,
+        conversation_id=row[1],
+    )
 
 
 if __name__ == "__main__":
-    for c in capture(" ".join(sys.argv[1:]) or sys.stdin.read()):
+    for c in capture(
+        sys.argv[1] if len(sys.argv) > 1 else sys.stdin.read(), " ".join(sys.argv[2:])
+    ):
         print(f"{c.kind:9} {c.text}    <- {c.clause!r}")

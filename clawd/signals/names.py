@@ -3,9 +3,12 @@ not Deirdre", "use inkmoth instead of my legal name").
 
 ``name_in(clause)`` gives the name one clause asks for, or None; a name said as what nobody
 calls them ("nobody calls me Deirdre") or a word that is no name ("I go by everywhere") is not
-one. Run alone to see the name in a text::
+one. ``corrected(reply, answer)`` gives the name a reply puts in place of what the answer
+called the user ("Tomasz. Not Thomas." after "Hi Thomas, ..."; "Not buddy. Kowalski."; "dont
+call me jonathan ... its jojo"). Run alone to see the name in a text (and the answer)::
 
     python -m clawd.signals.names "also it's Dee btw, nobody calls me Deirdre"
+    python -m clawd.signals.names "Tomasz. Not Thomas." "Hi Thomas, here it is."
 """
 
 from __future__ import annotations
@@ -111,5 +114,63 @@ def name_in(clause: str) -> str | None:
     return None
 
 
+# what an answer may call the user besides their name
+_ADDRESS = frozenset(
+    "buddy pal mate friend dear sweetie sweetheart honey hon love darling sir madam ma'am maam "
+    "bro dude man champ boss chief kiddo young lady gentleman there".split()
+)
+# how an answer addresses the user: "Hi Thomas," at its start or "..., Thomas!" at a sentence end
+_ADDRESSED = re.compile(
+    r"^\W*(?:(?i:hi|hello|hey|dear|good (?:morning|afternoon|evening)|of course|sure|okay|ok"
+    r"|great question|absolutely|certainly|thanks|thank you)[, ]+)([A-Z][\w'-]{1,30})\s*[,!]"
+    r"|,\s*([A-Z][\w'-]{1,30})\s*[.!?]"
+)
+# "don't call me Jonathan", "I'm not your sweetie": the word put aside, whatever it is
+_PUT_ASIDE = re.compile(
+    r"\b(?:don'?t|dont|do not|stop|quit|never) (?:call(?:ing)?|address(?:ing)?) me(?: as)? "
+    r"([\w'-]{2,30})|\bi'?m not your ([\w'-]{2,30})",
+    re.I,
+)
+# "not buddy", "Tomasz, not Thomas": put aside if the answer called the user so
+_NOT = re.compile(r"\bnot ([\w'-]{2,30})", re.I)
+# the name put in its place: a sentence of its own ("Kowalski."), "it's jojo", "Tomasz, not ..."
+_IN_PLACE = re.compile(
+    r"(?:^|[.!?]\s+|\bits?'?s?\s+|\bit is\s+)([A-Za-z][\w'-]{1,30})(?:,?\s+not\b|\s*[.!]*\s*$"
+    r"|\s*[.!]+\s)",
+)
+
+
+def corrected(reply: str, answer: str = "") -> str | None:
+    """The name ``reply`` gives in place of what the answer called the user, or None: the word
+    it puts aside ("not Thomas", "don't call me jonathan") must be one the answer addressed the
+    user with, or a word answers call people ("buddy", "sweetie"), and the name must stand
+    alone ("Tomasz.", "its jojo"), so "Rust. Not Python." makes no name."""
+    called = {m.group(1) or m.group(2) for m in _ADDRESSED.finditer(answer)}
+    called = {w.lower() for w in called if w}
+    aside = {w.lower() for m in _PUT_ASIDE.finditer(reply) for w in m.groups() if w}
+    aside |= {m.group(1).lower() for m in _NOT.finditer(reply)} & (called | _ADDRESS)
+    if not aside:
+        return None
+    for m in _IN_PLACE.finditer(reply):
+        name = m.group(1)
+        low = name.lower()
+        if low in aside or low in _NOT_NAMES or low in _NOT_CALLED or low in _ADDRESS:
+            continue
+        if low in called or not (name[0].isupper() or re.match(r"\bits?'?s?\s", m.group(0), re.I)):
+            continue
+        if low in _COMMON:
+            continue
+        return name[:1].upper() + name[1:]
+    return None
+
+
+# capitalised words that start a sentence of their own without being a name ("Thanks.", "No.")
+_COMMON = frozenset(
+    "thanks thank no yes yeah nope ok okay fine good great wrong right sure please ugh hmm "
+    "seriously honestly again what why how really nice cool perfect better worse exactly "
+    "anyway whatever done stop".split()
+)
+
+
 if __name__ == "__main__":
-    print(name_in(" ".join(sys.argv[1:])))
+    print(name_in(sys.argv[1]) or corrected(sys.argv[1], " ".join(sys.argv[2:])))
