@@ -54,6 +54,9 @@ SIXTH = Path(__file__).parent / "data" / "memory_replies_f.jsonl"
 # A seventh, five more voices by a sixth writer who saw none of the rules or sets (2026-12-07,
 # eleventh session): measured blind on arrival.
 SEVENTH = Path(__file__).parent / "data" / "memory_replies_g.jsonl"
+# An eighth, five more voices (Polish, Hinglish, Dutch among them) by a seventh writer who saw
+# none of the rules or sets (2026-12-07, twelfth session): measured blind on arrival.
+EIGHTH = Path(__file__).parent / "data" / "memory_replies_h.jsonl"
 FIT = ("terse", "polite", "annoyed", "casual")  # the voices the rules were written on
 
 
@@ -131,7 +134,7 @@ def leave_one_voice_out(rows: list[dict[str, Any]]) -> tuple[dict[str, Any], lis
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    splits = ("heldout", "blind", "fit", "fourth", "fifth", "sixth", "seventh", "all")
+    splits = ("heldout", "blind", "fit", "fourth", "fifth", "sixth", "seventh", "eighth", "all")
     ap.add_argument("--split", choices=splits, default="heldout")
     ap.add_argument("--out", type=Path)
     ap.add_argument("--quiet", action="store_true", help="no list of misses")
@@ -146,7 +149,7 @@ def main() -> None:
         return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
 
     first, second, blind, fourth = read(DATA), read(SECOND), read(BLIND), read(FOURTH)
-    fifth, sixth, seventh = read(FIFTH), read(SIXTH), read(SEVENTH)
+    fifth, sixth, seventh, eighth = read(FIFTH), read(SIXTH), read(SEVENTH), read(EIGHTH)
     rows = {
         "fit": [r for r in first if r["voice"] in FIT] + second + fourth + fifth + sixth,
         "heldout": [r for r in first if r["voice"] not in FIT],
@@ -155,7 +158,8 @@ def main() -> None:
         "fourth": fourth,
         "sixth": sixth,
         "seventh": seventh,
-        "all": first + second + blind + fourth + fifth + sixth + seventh,
+        "eighth": eighth,
+        "all": first + second + blind + fourth + fifth + sixth + seventh + eighth,
     }[args.split]
     figures, misses = leave_one_voice_out(rows) if args.loo else score(rows)
     if not args.quiet:
