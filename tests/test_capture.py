@@ -226,3 +226,54 @@ def test_a_word_put_aside_that_the_answer_never_called_the_user_is_no_name(
     reply: str, answer: str
 ) -> None:
     assert not [k for k, _ in made(reply, answer) if k == "name"]
+
+
+@pytest.mark.parametrize(
+    ("reply", "kind", "word"),
+    [
+        ("too long. im on the train with 2 min. keep it brief always", "length", "brief"),
+        ("bullet points. thats how i like everything", "format", "Bullet"),
+        ("When you list prices, use a table. Default for me.", "format", "table"),
+        ("Too long. Two sentences is enough for me.", "length", "Two sentences"),
+        ("be blunt with me, no padding. this is how I like it", "tone", "blunt"),
+    ],
+)
+def test_a_marker_of_its_own_makes_the_sentence_before_it_last(
+    reply: str, kind: str, word: str
+) -> None:
+    got = made(reply)
+    assert [k for k, _ in got] == [kind]
+    assert word in got[0][1]
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "you remember my name",
+        "skip the intro, just give me the steps now, I'm at the counter",
+        "im on the bus, quick answer",
+    ],
+)
+def test_a_moment_or_a_question_without_its_mark_makes_none(reply: str) -> None:
+    assert made(reply) == []
+
+
+@pytest.mark.parametrize(
+    ("reply", "answer", "name"),
+    [
+        ("kasia not kate", "Hey Kate! Here you go.", "Kasia"),
+        ("its Zofia with a Z, not Sofia", "Of course, Sofia! Here's the note.", "Zofia"),
+        ("nobody calls me robert except the bank. its bob", "Here you go, Robert.", "Bob"),
+    ],
+)
+def test_a_lowercase_or_spelled_out_name_correction(reply: str, answer: str, name: str) -> None:
+    assert ("name", f"Address the user as {name}.") in made(reply, answer)
+
+
+def test_the_first_person_keeps_its_adverb_and_contractions() -> None:
+    assert made("I actually prefer metric units, always.")[0][1] == (
+        "The user actually prefers metric units, always."
+    )
+    assert made("i literally cant read tables on my phone")[0][1].startswith(
+        "The user literally cannot read"
+    )

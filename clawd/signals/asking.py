@@ -31,8 +31,13 @@ QUESTION = re.compile(
 
 # "I always mix them up", "we always end up making too much": a habit, not a request
 _MODAL = r"(?!(?:should|must|will|would|can|could|shall|need|needs|ought|has to|have to)\b)"
+# "it" as a subject ("it always crashes"), not an object ("keep it short always")
+_SUBJECT_IT = "".join(
+    rf"(?<!\b{v} )" for v in ("keep", "make", "do", "say", "write", "put", "leave", "format")
+)
 _MY_HABIT = re.compile(
-    rf"(?:\b(?:i|i'?m|im|we|we'?re|he|she|they|it|(?:my|our) (?:{_MODAL}\w+ )?{_MODAL}\w+)\s+"
+    rf"(?:\b(?:i|i'?m|im|we|we'?re|he|she|they|{_SUBJECT_IT}it"
+    rf"|(?:my|our) (?:{_MODAL}\w+ )?{_MODAL}\w+)\s+"
     # not "my kids should never see ...": a modal makes it a rule
     rf"(?:{_MODAL}\w+\s+)?"
     r"(?:always|never|forever)|\bevery time (?:i|we|my)\b)"
@@ -77,7 +82,9 @@ _YES_NO = re.compile(
 # whether it remembers, not told what to ("can you remember that I'm vegan" is a request)
 _ASKS_MEMORY = re.compile(
     r"\b(?:(?:can|could|do|does|will|would)\s+(?:you|u|ya)|(?:you|u)\s+(?:can|could|will))\s+"
-    r"(?:\w+\s+)?(?:remember|recall|keep track)\b(?!\s+(?:that|to|my|i\b|i'm|im\b))",
+    r"(?:\w+\s+)?(?:remember|recall|keep track)\b(?!\s+(?:that|to|my|i\b|i'm|im\b))"
+    # "u remember my name": asked without its question mark
+    r"|^\W*(?:you|u|ya) (?:still )?(?:remember|recall|know) (?:my|what|who|where|how|me)\b",
     re.I,
 )
 

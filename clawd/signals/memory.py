@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from clawd.signals import foreign
@@ -181,6 +181,8 @@ def _by_rules(reply: str) -> list[Captured]:
     # "Redo it but funnier": a correction in a sentence makes its other clauses one-off too,
     # unless one says outright that it lasts.
     one_off = [any(ONE_OFF.search(c) for c in s) for s in split for _ in s]
+    sentence_of = [n for n, s in enumerate(split) for _ in s]
+    first = [j == 0 for s in split for j, _ in enumerate(s)]
     for i, clause in enumerate(parts):
         lasting = NAME.search(clause) or FACT.search(clause) or STRONG.search(clause)
         if one_off[i] and not lasting:
@@ -214,15 +216,26 @@ def _by_rules(reply: str) -> list[Captured]:
             continue  # "I always forget this", "my dad always said": a habit or a story
         if not contentful(text):
             # "THREE sentences max. That's the rule from now on.": the marker is about the
-            # clause before it.
-            before = parts[i - 1] if i else ""
+            # sentence before it when it starts its own, else about the clause before it.
+            before = (
+                (", ".join(split[sentence_of[i] - 1]) if first[i] else parts[i - 1]) if i else ""
+            )
             if not before or before.rstrip().endswith("?") or ONE_OFF.search(before):
                 continue
             clause, text = before, tidy(before)
-            if not contentful(text) or any(c.clause == before for c in found):
+            if any(c.clause in before for c in found):  # found already: now said to last
+                found = [
+                    replace(c, strong=c.strong or strong) if c.clause in before else c
+                    for c in found
+                ]
+                continue
+            if not contentful(text):
                 continue
         elif i and re.search(
-            r"\b(them|it|those|these|that one)\b|\b(follow|keep|remember|use|do) (that|this)\b",
+            # "keep it short": "it" is any answer, no earlier clause
+            r"\b(them|it(?! (?:short|brief|simple|concise|casual|light|tight|quick|plain|clean"
+            r"|formal|friendly|professional|real)\b)|those|these|that one)\b"
+            r"|\b(follow|keep|remember|use|do) (that|this)\b",
             clause,
             re.I,
         ):

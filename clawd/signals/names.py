@@ -128,15 +128,19 @@ _ADDRESSED = re.compile(
 # "don't call me Jonathan", "I'm not your sweetie": the word put aside, whatever it is
 _PUT_ASIDE = re.compile(
     r"\b(?:don'?t|dont|do not|stop|quit|never) (?:call(?:ing)?|address(?:ing)?) me(?: as)? "
-    r"([\w'-]{2,30})|\bi'?m not your ([\w'-]{2,30})",
+    r"([\w'-]{2,30})|\bi'?m not your ([\w'-]{2,30})"
+    r"|\b(?:nobody|no one|noone|no-one) (?:ever |really )?calls me ([\w'-]{2,30})",
     re.I,
 )
 # "not buddy", "Tomasz, not Thomas": put aside if the answer called the user so
 _NOT = re.compile(r"\bnot ([\w'-]{2,30})", re.I)
 # the name put in its place: a sentence of its own ("Kowalski."), "it's jojo", "Tomasz, not ..."
 _IN_PLACE = re.compile(
-    r"(?:^|[.!?]\s+|\bits?'?s?\s+|\bit is\s+)([A-Za-z][\w'-]{1,30})(?:,?\s+not\b|\s*[.!]*\s*$"
-    r"|\s*[.!]+\s)",
+    r"(?:^|[.!?]\s+|\bits?'?s?\s+|\bit is\s+)([A-Za-z][\w'-]{1,30})(?:,?\s+not\s+([\w'-]+)"
+    r"|\s*[.!]*\s*$|\s*[.!]+\s)"
+    # "its Zofia with Z, not Sofia": "it's" and a capitalised name, whatever follows
+    r"|\b(?:it'?s|its|it is)\s+((?-i:[A-Z])[\w'-]{1,30})\b",
+    re.I,
 )
 
 
@@ -152,11 +156,14 @@ def corrected(reply: str, answer: str = "") -> str | None:
     if not aside:
         return None
     for m in _IN_PLACE.finditer(reply):
-        name = m.group(1)
+        name = m.group(1) or m.group(3)
         low = name.lower()
         if low in aside or low in _NOT_NAMES or low in _NOT_CALLED or low in _ADDRESS:
             continue
-        if low in called or not (name[0].isupper() or re.match(r"\bits?'?s?\s", m.group(0), re.I)):
+        # a lowercase name only after "its" or before "not" and the word put aside
+        instead = (m.group(2) or "").lower() in aside
+        its = re.match(r"\bit", m.group(0), re.I)
+        if low in called or not (name[0].isupper() or its or instead):
             continue
         if low in _COMMON:
             continue

@@ -46,6 +46,7 @@ LASTING = re.compile(
     r"|by default|as a rule|always|never|any more|anymore|remember|keep in mind|note that"
     r"|don'?t forget|for the future|from today|all (of )?your (answers|replies|responses)"
     r"|(in|for) (all|every|each|any) (answer|reply|response|message)s?"
+    r"|(?:leave|keep) \w+(?: \w+)? (?:out |off |down )?with me\b"
     r"|(your|the) (answers|replies|responses) (should|need|must|to be|could)"
     r"|keep (your |the |all |)(answers|replies|responses)"
     r"|(answers|replies|responses) (in|to|under|at|of|like|that|should|must|need)"
@@ -64,7 +65,12 @@ STRONG = re.compile(
     r"|remember|from here on|in general|for all|in every|all (of )?your|permanently|for good"
     r"|forever|henceforth|ever again|standing (?:rule|order|instruction)|unless i (?:say|ask)"
     r"|every (?:single )?(?:answer|reply|response|message|msg)|each (?:answer|reply|response)"
-    r"|not just (?:this|that|here)\b(?: one| time| answer| reply)?|(?:not|nor) anywhere)\b",
+    r"|not just (?:this|that|here)\b(?: one| time| answer| reply)?|(?:not|nor) anywhere"
+    # "Numbered steps. That's how I like everything.", "Use a table. Default for me."
+    r"|(?:that'?s|thats|this is|it'?s) (?:how|the way) i (?:like|want|prefer)"
+    r"|default for me|(?:as )?my default"
+    r"|(?:\d+|one|two|three|four|five|a few|a couple of) (?:lines?|sentences?|words?|paragraphs?"
+    r"|bullets?|points?) (?:is|are) (?:enough|plenty|fine|all i need))\b",
     re.IGNORECASE,
 )
 # "We rent, so nothing that damages paint": something about the user and what follows from it.
@@ -88,6 +94,8 @@ ONE_OFF = re.compile(
     r"|that (answer|reply|response)|redo|re-?write (it|this|that)|try again|again please"
     r"|not that|i asked (for|about)|i meant|i said|wrong|you forgot|you missed|you made"
     r"|should (be|say|read) [^,.;]+,? not"
+    # "just give me steps now": this answer, at once
+    r"|\b(?:give|tell|show|send|do|write|make|list|just)\b[^,.;!?]{0,30}\bnow(?=\s*[,.!]|\s*$)"
     r"|instead of (that|this|it)|here|(make|do|write|redo|change|fix|rewrite|shorten|translate"
     r"|expand|rephrase) (it|this|that)\b)\b",
     re.IGNORECASE,
@@ -126,9 +134,10 @@ FACT = re.compile(
     r"|\bour (?:whole )?(?:place|farm|house|home|business|shop|restaurant|company|school|office"
     r"|team|family|kitchen) (?:is|are|uses?|runs?)\b"
     r"|\bi (?:use|run|am (?:still )?on|'m (?:still )?on|work on|develop on) (?:a |an )?"
-    r"(?!it\b|this\b|that\b|them\b)"
+    r"(?!it\b|this\b|that\b|them\b|the (?:train|bus|road|way|go|move|plane|subway|tube|metro"
+    r"|phone|clock|job|fence|mend|run)\b)"
     r"[A-Z][\w+#.]*"
-    r"|\b(?:i'?m|i am) (?:in|at|near) [A-Z]"
+    r"|\b(?:i'?m|i am) (?:in|at|near) (?:the )?(?-i:[A-Z])"
     r"|\bmy pronouns\b|\bi use (?:he|she|they)/\b|\ballergic to\b|\bintolerant\b",
     re.IGNORECASE,
 )
@@ -155,7 +164,9 @@ ABOUT_ME = re.compile(
     re.IGNORECASE,
 )
 EPHEMERAL = re.compile(
-    r"\b(today|tonight|right now|yesterday|tomorrow|this (morning|week|weekend|evening|time)"
+    r"\bon the (?:train|bus|road|way|go|move|plane|subway|tube|metro)\b"
+    r"|\bin (?:a |the )?(?:queue|line|meeting|hurry|rush|cab|taxi)\b"
+    r"|\b(today|tonight|right now|yesterday|tomorrow|this (morning|week|weekend|evening|time)"
     r"|at the moment|just now|last (night|week)|a question|an idea|a problem|a doubt|a follow"
     r"|an issue|an error|a bug|no idea|no clue|fun|time for|(is|are) (broken|wrong|not working)"
     r"|said|told|asked|liked|loved|thought)\b",
@@ -175,6 +186,7 @@ _KIND_WORDS = (
             r"\d+ words?|\w+ words? or (less|fewer)|under \w+ words|word count|long|longer|"
             r"\w+ (sentences?|words?|lines?|paragraphs?) (max|at most|or (less|fewer))|"
             r"max(imum)? (of )?\w+ (sentences?|words?|lines?|paragraphs?)|"
+            r"\w+ (sentences?|words?|lines?|paragraphs?) (is|are) (enough|plenty)|"
             r"length|verbose|wordy|tl;?dr|detail(ed)?|to the point|succinct|terse|rambl\w*)\b",
             re.I,
         ),

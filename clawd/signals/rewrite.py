@@ -56,6 +56,14 @@ def _third_person(text: str) -> str:
             "could": "could",
             "must": "must",
             "might": "might",
+            "cant": "cannot",
+            "can't": "cannot",
+            "dont": "does not",
+            "don't": "does not",
+            "didnt": "did not",
+            "didn't": "did not",
+            "wont": "will not",
+            "won't": "will not",
         }
         if v.lower() in irregular:
             return f"the user {adverb}{irregular[v.lower()]}"
@@ -65,14 +73,16 @@ def _third_person(text: str) -> str:
             return f"the user {adverb}{v[:-1]}ies"
         return f"the user {adverb}{v}s"
 
-    t = re.sub(r"\bI'm\b|\bIm\b|\bi'm\b|\bim\b(?= a | an | from | in )", "the user is", text)
+    t = re.sub(r"\bI'm\b|\bIm\b|\bi'm\b|\bim\b(?! [A-ZÄÖÜ])", "the user is", text)
     t = re.sub(r"\bI've\b", "the user has", t, flags=re.I)
     t = re.sub(r"\bI'd\b", "the user would", t, flags=re.I)
     t = re.sub(r"\bI'll\b", "the user will", t, flags=re.I)
     t = re.sub(r"\bI don'?t\b|\bI do not\b", "the user does not", t, flags=re.I)
     t = re.sub(r"\bI can'?t\b|\bI cannot\b", "the user cannot", t, flags=re.I)
     t = re.sub(
-        r"\bI (only |mostly |mainly |usually |really |also |always |never |just )?"
+        r"\bI ((?:only|mostly|mainly|usually|really|also|always|never|just|actually|generally"
+        r"|normally|typically|honestly|definitely|totally|literally|rarely|often|sometimes|still"
+        r"|truly|seriously|absolutely|even) )?"
         r"([A-Za-z']+)",
         verb,
         t,
@@ -167,6 +177,14 @@ def contentful(text: str) -> bool:
         "answers",
         "one",
         "single",
+        "default",
+        "for",
+        "saves",
+        "likes",
+        "everything",
+        "prefer",
+        "prefers",
+        "wants",
     }
     return any(w not in vague and len(w) > 2 for w in words)
 
