@@ -277,3 +277,34 @@ def test_the_first_person_keeps_its_adverb_and_contractions() -> None:
     assert made("i literally cant read tables on my phone")[0][1].startswith(
         "The user literally cannot read"
     )
+
+
+@pytest.mark.parametrize(
+    ("reply", "kind", "text"),
+    [
+        ("Dzięki! Od teraz odpowiadaj mi po polsku.", "language", "Answer in Polish"),
+        ("Maks 4 linijki, to wystarczy. Zawsze.", "length", "at most 4 lines"),
+        ("Mów mi Ola, proszę.", "name", "Address the user as Ola."),
+        ("Korter graag. Altijd. Ik heb weinig tijd.", "length", "Keep answers short."),
+        ("bhai Hindi mein likho from now, zyada easy hai", "language", "Answer in Hindi"),
+        ("my surname is Nowakowska, with -ska", "fact", "The user's surname is Nowakowska"),
+        ("Zuzia is fine, all my friends say Zuzia", "name", "Address the user as Zuzia."),
+    ],
+)
+def test_more_languages_a_marker_alone_a_surname(reply: str, kind: str, text: str) -> None:
+    got = made(reply)
+    assert kind in [k for k, _ in got]
+    assert any(text in t for _, t in got)
+    assert not any(t in ("Altijd.", "Zawsze.") for _, t in got)
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "Nie, to nie to, napisz jeszcze raz.",  # Polish "nie" is "not", no German "never"
+        "Her surname is Kowalska, can you fix the letter?",
+        "everyone says Python is better",
+    ],
+)
+def test_no_memory_from_a_polish_no_or_someone_elses_name(reply: str) -> None:
+    assert made(reply) == []

@@ -37,7 +37,14 @@ _THEIRS = frozenset(
     "di che il gli è ti mio mia questo sono mai grazie anche ora het een niet ik je wat voor "
     "maar ook graag altijd nooit este esta estos unas unos quiero voy vez ni nada sólo porfa "
     "pues bueno entonces mucho hola ay jaja jajaja jajajaja pra né tá tô vc kkk obg moi toi "
-    "c'est n'est doch mir mich uns aber oder".split()
+    "c'est n'est doch mir mich uns aber oder nie jest się że ale mnie proszę dzięki zawsze "
+    "nigdy teraz jestem czy tak już bardzo tylko dla mam mój moje moja twoje jak być może "
+    "będzie odpowiadaj pisz".split()
+)
+# German "nie" is "never", Polish "nie" is "not": "nie" lasts only among German words
+_GERMAN = frozenset(
+    "ich nicht bitte und der die das mir mich immer doch auch ist mit für sie ein eine mein "
+    "meine du dich dir wieder mehr mal keine kein wir uns".split()
 )
 _OURS = frozenset(
     "the and you your is it to of for that this with i my be are not please can just but what "
@@ -59,7 +66,10 @@ LASTING = re.compile(
     r"|ab jetzt|ab sofort|von jetzt an|in zukunft|k[üu]nftig|zuk[üu]nftig|immer|niemals|nie"
     r"|merk dir|jedes mal|in (?:allen|deinen) \w+|d'ora in poi|da ora in poi|da adesso|mai pi[uù]"
     r"|in futuro|ricorda(?:ti)?|ogni volta|in tutte le (?:tue )?\w+|vanaf nu|voortaan|altijd"
-    r"|nooit|onthoud|never)\b",  # English markers: phrasing.STRONG ("never" is none there)
+    r"|nooit|onthoud|od teraz|od dzi[sś]|od dzisiaj|zawsze|nigdy|na sta[lł]e|zapami[eę]taj"
+    r"|pami[eę]taj|za ka[zż]dym razem|w ka[zż]dej odpowiedzi|na przysz[lł]o[sś][cć]"
+    r"|never|(?<!weeks )(?<!days )(?<!months )(?<!years )(?<!hours )from now"
+    r")\b",  # English markers: phrasing.STRONG ("never" is none there)
     re.I,
 )
 ONE_OFF = re.compile(
@@ -79,12 +89,32 @@ _LANGUAGES = {
     "italien": "Italian", "italienisch": "Italian", "nederlands": "Dutch",
     "niederländisch": "Dutch", "japonés": "Japanese", "japonês": "Japanese", "catalán": "Catalan",
 }  # fmt: skip
-_IN_LANGUAGE = re.compile(r"\b(?:en|em|auf|in|in het)\s+(" + "|".join(_LANGUAGES) + r")\b", re.I)
+# "po polsku", "по-русски", "türkçe", "på svenska": a language said as an adverb
+_ADVERBS = {
+    "po polsku": "Polish", "po angielsku": "English", "po niemiecku": "German",
+    "po hiszpańsku": "Spanish", "po francusku": "French", "по-русски": "Russian",
+    "по-английски": "English", "українською": "Ukrainian", "türkçe": "Turkish",
+    "på svenska": "Swedish", "på norsk": "Norwegian", "på dansk": "Danish",
+    "suomeksi": "Finnish", "magyarul": "Hungarian", "česky": "Czech", "po česky": "Czech",
+    "în română": "Romanian", "hindi mein": "Hindi", "hindi me": "Hindi",
+    "bahasa indonesia": "Indonesian", "tiếng việt": "Vietnamese", "sa tagalog": "Tagalog",
+    "kwa kiswahili": "Swahili",
+}  # fmt: skip
+_LANGUAGES |= _ADVERBS
+_IN_LANGUAGE = re.compile(
+    r"\b(?:en|em|auf|in|in het)\s+("
+    + "|".join(k for k in _LANGUAGES if k not in _ADVERBS)
+    + r")\b|(?<!\w)("
+    + "|".join(_ADVERBS)
+    + r")(?!\w)",
+    re.I,
+)
 _NAME = r"([A-ZÁÉÍÓÚÑÇÀÂÊÔÃÕÜÖÄ][\wáéíóúñçàâêôãõüöä'-]{1,30})"
 _NAMES = re.compile(
     r"\b(?i:me llamo|ll[aá]mame|mi nombre es|me chamo|meu nome [ée]|(?:pode )?me cham[ae] de"
     r"|je m'appelle|appelle[sz]?-moi|mon nom est|ich hei(?:ß|ss)e|nenn(?:en sie)? mich"
-    r"|mein name ist|mi chiamo|chiamami|il mio nome [èe]|noem me|ik heet|mijn naam is)\s+"
+    r"|mein name ist|mi chiamo|chiamami|il mio nome [èe]|noem me|ik heet|mijn naam is"
+    r"|m[oó]w mi|nazywam si[eę]|mam na imi[eę])\s+"
     + _NAME
     + r"|\b(?i:no soy|n[ãa]o sou|je ne suis pas|ich bin nicht|non sono)\s+\w+\s*,?\s*"
     r"(?i:(?:pero |mas |sino )?(?:soy|es|sou|[ée]|c'est|je suis|ich bin|sono))\s+" + _NAME,
@@ -94,12 +124,22 @@ _NUMBERS = {
     "dos": 2, "dois": 2, "duas": 2, "deux": 2, "zwei": 2, "due": 2, "tres": 3, "três": 3,
     "trois": 3, "drei": 3, "tre": 3, "cuatro": 4, "quatro": 4, "quatre": 4, "vier": 4,
     "quattro": 4, "cinco": 5, "cinq": 5, "fünf": 5, "cinque": 5,
+    "jedno": 1, "jeden": 1, "jedna": 1, "dwa": 2, "dwie": 2, "trzy": 3, "cztery": 4, "pięć": 5,
 }  # fmt: skip
 _UNITS = (
-    ("words", r"palabras|palavras|mots|w[öo]rter|worte|parole|woorden"),
-    ("sentences", r"frases?|oraciones|oraci[oó]n|phrases?|s[äa]tze|satz|frasi|zinnen"),
-    ("lines", r"l[ií]neas?|linhas?|lignes?|zeilen?|righe|riga|regels?"),
-    ("paragraphs", r"p[aá]rrafos?|par[aá]grafos?|paragraphes?|abs[äa]tze?|paragrafi|paragrafo"),
+    ("words", r"palabras|palavras|mots|w[öo]rter|worte|parole|woorden|s[lł][oó]w|s[lł]owa"),
+    (
+        "sentences",
+        r"frases?|oraciones|oraci[oó]n|phrases?|s[äa]tze|satz|frasi|zinnen|zda[nń]|zdania|zdanie",
+    ),
+    (
+        "lines",
+        r"l[ií]neas?|linhas?|lignes?|zeilen?|righe|riga|regels?|linijk[ia]|linijek|linie|linii",
+    ),
+    (
+        "paragraphs",
+        r"p[aá]rrafos?|par[aá]grafos?|paragraphes?|abs[äa]tze?|paragrafi|paragrafo|akapit[yów]*",
+    ),
 )
 _LENGTH = re.compile(
     r"\b(\d+|"
@@ -110,7 +150,8 @@ _LENGTH = re.compile(
     re.I,
 )
 _SHORT = re.compile(
-    r"\b(?:cort[ao]s|cortitas?|breves?|resumid[ao]s?|curt[ao]s|courtes?|kurz|kürzer|brevi|kort)\b",
+    r"\b(?:cort[ao]s|cortitas?|breves?|resumid[ao]s?|curt[ao]s|courtes?|kurz|kürzer|brevi|kort"
+    r"|korter|kr[oó]tko|kr[oó]cej|kr[oó]tkie|zwi[eę][zź]le)\b",
     re.I,
 )
 _FORMAT = re.compile(
@@ -118,20 +159,28 @@ _FORMAT = re.compile(
 )
 
 
-def foreign(clause: str) -> bool:
+def foreign(clause: str, theirs_around: bool = False) -> bool:
     """Whether ``clause`` is read here: mostly in one of these languages (two of their
     function words at least, and no fewer than English's), or asking in their words for a
-    name or a language ("Me llamo Lucía, gracias.", "respóndeme en francés from now on")."""
+    name, a language or a length ("Me llamo Lucía, gracias.", "respóndeme en francés from now
+    on", "maks 3 zdania"); ``theirs_around``: the reply as a whole is in their language."""
     words = _WORD.findall(clause.lower())
     theirs = sum(w in _THEIRS for w in words)
-    mostly = theirs >= 2 and theirs >= sum(w in _OURS for w in words)
-    return mostly or bool(_NAMES.search(clause) or _IN_LANGUAGE.search(clause))
+    ours = sum(w in _OURS for w in words)
+    # "Korter graag." in a Dutch reply: one of their words is enough where the reply is theirs
+    mostly = (theirs >= 2 or (theirs_around and theirs)) and theirs >= ours
+    length = _LENGTH.search(clause)
+    length = length and length.group(2).lower() not in ("phrase", "phrases")  # English too
+    return mostly or bool(_NAMES.search(clause) or _IN_LANGUAGE.search(clause) or length)
 
 
 def lasts(clause: str) -> bool:
     """Whether ``clause`` says that what it asks lasts, in these languages or in English
     ("respóndeme en francés from now on")."""
-    return bool(LASTING.search(clause) or STRONG.search(clause))
+    said = {m.group(0).lower() for m in LASTING.finditer(clause)}
+    if said == {"nie"} and not _GERMAN & set(_WORD.findall(clause.lower())):
+        return bool(STRONG.search(clause))
+    return bool(said or STRONG.search(clause))
 
 
 def _length(clause: str) -> str | None:
@@ -154,14 +203,15 @@ def read(clause: str, lasting: bool) -> tuple[str, str] | None:
         return None
     m = _IN_LANGUAGE.search(clause)
     if m:
-        said, english = m.group(1), _LANGUAGES[m.group(1).lower()]
+        said = m.group(1) or m.group(2)
+        english = _LANGUAGES[said.lower()]
         return "language", f"Answer in {english} ({said.lower()})."
     length = _length(clause)
     if length:
         return "length", length
     text = re.sub(r"\s+", " ", clause).strip(" \t\"'`*_-,;:.!?")
-    if not text:
-        return None
+    if not _WORD.search(LASTING.sub("", STRONG.sub("", text))):
+        return None  # "Altijd.": a marker alone, about the sentence before it
     return ("format" if _FORMAT.search(text) else "other"), text[:1].upper() + text[1:] + "."
 
 

@@ -42,7 +42,7 @@ from typing import Any
 from clawd.signals import foreign
 from clawd.signals.asking import QUESTION, STAY, asks, habit, not_a_request
 from clawd.signals.corrections import said_again
-from clawd.signals.names import CALL_ME, NAME, corrected, name_in
+from clawd.signals.names import CALL_ME, NAME, corrected, name_in, surname_in
 from clawd.signals.phrasing import (
     ABOUT_ME,
     EPHEMERAL,
@@ -92,6 +92,9 @@ def capture(reply: str, answer: str = "") -> list[Captured]:
     they pick none, the clause the classifier finds most standing. Clauses in another language
     are read by ``clawd.signals.foreign`` alone."""
     found = _capture(reply)
+    surname = surname_in(reply)
+    if surname and not any(surname in c.text for c in found):
+        found.append(Captured("fact", f"The user's surname is {surname}.", reply, True))
     name = not any(c.kind == "name" for c in found) and corrected(reply, answer)
     if not name:
         return found
@@ -104,12 +107,17 @@ def capture(reply: str, answer: str = "") -> list[Captured]:
 
 def _capture(reply: str) -> list[Captured]:
     """``capture`` but for a name the answer's words show."""
-    split = [[(c, foreign.foreign(c)) for c in s] for s in sentences(reply)]
+    around = foreign.foreign(reply)
+    split = [[(c, foreign.foreign(c, around)) for c in s] for s in sentences(reply)]
     if not any(theirs for s in split for _, theirs in s):
         return _english(reply)
     english, theirs, prev = [], [], ""
-    for s in split:
-        lasting = any(foreign.lasts(c) for c, _ in s)
+    for k, s in enumerate(split):
+        # a marker that is a sentence of its own ("Altijd.", "Siempre.") is about the one before
+        after = " ".join(c for c, _ in split[k + 1]) if k + 1 < len(split) else ""
+        lasting = any(foreign.lasts(c) for c, _ in s) or (
+            len(after.split()) <= 3 and foreign.lasts(after)
+        )
         english.append(", ".join(c for c, other in s if not other))
         for c, other in s:
             got = other and "¿" not in c and foreign.read(c, lasting)

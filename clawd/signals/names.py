@@ -81,6 +81,27 @@ CALL_ME = re.compile(
 )
 
 
+# "all my friends say Zosia", "everyone at work calls me Kowalski"
+_SAY = re.compile(
+    r"\b(?:my |all my |all |)(?:friends|mates|everyone|everybody|people|colleagues|family)"
+    r"(?: \w+){0,2}? (?:all |just |usually )?(?:say|says|call me|use) ((?-i:[A-Z])[\w'-]{1,30})"
+    r"\s*(?:[.,!;]|$)",
+    re.I,
+)
+# "surname is Wiśniewska, not Wisniewski": what letters written for the user must spell
+_SURNAME = re.compile(
+    r"(?<!her )(?<!his )(?<!their )(?<!its )(?<!whose )(?<!'s )"
+    r"\b(?:my |the )?(?:surname|last name|family name)(?:'s| is)\s+((?-i:[A-Z])[\w'-]{1,30})",
+    re.I,
+)
+
+
+def surname_in(text: str) -> str | None:
+    """The surname ``text`` says the user has ("my surname is Wiśniewska"), or None."""
+    m = _SURNAME.search(text)
+    return m.group(1) if m and m.group(1).lower() not in _NOT_NAMES else None
+
+
 def _called(pattern: re.Pattern[str], clause: str) -> str | None:
     """The first name a "call me"-like ``pattern`` gives in ``clause`` that is a name and is
     not said as what the user is not called."""
@@ -96,7 +117,7 @@ def name_in(clause: str) -> str | None:
     said = m and next(g for g in m.groups() if g)
     if said and said.lower() not in _NOT_NAMES:
         return said[:1].upper() + said[1:]
-    name = _called(CALL_ME, clause) or _called(NAME, clause)
+    name = _called(CALL_ME, clause) or _called(NAME, clause) or _called(_SAY, clause)
     if name:
         return name
     m = _IM_NAME.search(clause)
