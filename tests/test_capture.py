@@ -308,3 +308,21 @@ def test_more_languages_a_marker_alone_a_surname(reply: str, kind: str, text: st
 )
 def test_no_memory_from_a_polish_no_or_someone_elses_name(reply: str) -> None:
     assert made(reply) == []
+
+
+@pytest.mark.parametrize(
+    ("reply", "avoid"),
+    [
+        (
+            "My niece says the little faces are called emojis. I'd rather you left them out.",
+            "emoji",
+        ),
+        ("bullet points everywhere 😩 I can't stand them, drop them from now on", "lists"),
+        ("so many exclamation marks lol. chill w those from now on", "exclamations"),
+    ],
+)
+def test_them_is_named_when_it_stands_for_a_format_said_before(reply: str, avoid: str) -> None:
+    from clawd.signals.shaping import avoids_of
+
+    got = capture(reply)
+    assert got and any(avoid in avoids_of(c.text) for c in got)

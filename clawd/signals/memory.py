@@ -56,6 +56,7 @@ from clawd.signals.phrasing import (
     clauses,
     kind_of,
     sentences,
+    topic_of,
 )
 from clawd.signals.rewrite import contentful, tidy
 from clawd.signals.shaping import avoids_of
@@ -91,7 +92,7 @@ def capture(reply: str, answer: str = "") -> list[Captured]:
     (``clawd.signals.standing``) finds the reply standing: the clauses the rules pick, or, when
     they pick none, the clause the classifier finds most standing. Clauses in another language
     are read by ``clawd.signals.foreign`` alone."""
-    found = _capture(reply)
+    found = [_say_what(reply, c) for c in _capture(reply)]
     surname = surname_in(reply)
     if surname and not any(surname in c.text for c in found):
         found.append(Captured("fact", f"The user's surname is {surname}.", reply, True))
@@ -278,6 +279,25 @@ def _by_rules(reply: str) -> list[Captured]:
             seen.add(key)
             out.append(c)
     return out
+
+
+_PRONOUN = re.compile(
+    r"\b(them|those|these)\b(?! (?:\w+ )?(?:emojis?|lists?|bullets?|tables?))", re.I
+)
+
+
+def _say_what(reply: str, c: Captured) -> Captured:
+    """``c`` with "them" named when it stands for a format or tone word said earlier in the
+    reply and nowhere in the clause ("the little faces are called emojis ... leave them out":
+    "Leave the emojis out."), so that decoding knows what to avoid."""
+    if c.kind not in ("other", "fact") or not _PRONOUN.search(c.text):
+        return c
+    start = reply.find(c.clause)
+    word = topic_of(reply[:start]) if start > 0 else None
+    if not word:
+        return c
+    text = _PRONOUN.sub(f"the {word.lower()}", c.text, count=1)
+    return replace(c, kind=kind_of(word), text=text)
 
 
 def remember(

@@ -250,6 +250,17 @@ def kind_of(clause: str) -> str:
     return "other"
 
 
+def topic_of(text: str) -> str | None:
+    """The last format or tone word ``text`` names ("emojis", "bullet points", "exclamation
+    marks"), or None: what a later "them" or "those" may stand for."""
+    words = [m for kind, p in _KIND_WORDS if kind in ("format", "tone") for m in p.finditer(text)]
+    if not words:
+        return None
+    last = max(words, key=lambda m: m.start())
+    noun = re.match(r"\s+(?:points?|marks?|lists?|blocks?)\b", text[last.end() :])
+    return last.group(0) + (noun.group(0) if noun else "")
+
+
 if __name__ == "__main__":
     for c in clauses(" ".join(sys.argv[1:]) or sys.stdin.read()):
         print(f"{kind_of(c):9} {c}")

@@ -124,13 +124,20 @@ AVOIDABLE = {
 }
 _NO = (
     r"\b(?:no|not|don'?t|do not|never|without|avoid|avoids|skip|drop|ditch|hates?|dislikes?"
-    r"|can'?t stand|instead of|rather than|nor|zero|less|fewer|over|free of|stop|quit|enough"
+    r"|can'?t stand|cannot stand|instead of|rather than|nor|zero|less|fewer|over|free of|stop"
+    r"|quit|enough"
     r"|lose|cut|ease up on|tone down|leave out|omit|strip|get rid of|remove|lay off|go easy on"
-    r"|spare me|hold off on|ban)\b"
+    r"|spare me|hold off on|ban|chill (?:out )?(?:w|with|on)|easy on|calm down (?:w|with|on))\b"
 )
 _AVOID = {
     # "no lists", "don't ever use bullet points"; not "no more than 5 bullet points"
-    kind: re.compile(rf"{_NO}(?!\s+more than)(?:\s+[\w'’-]+){{0,4}}?\s+(?:{words})\b", re.I)
+    kind: re.compile(
+        rf"{_NO}(?!\s+more than)(?:\s+[\w'’-]+){{0,4}}?\s+(?:{words})\b"
+        # "left the emojis out": the thing between the verb and "out"
+        rf"|\b(?:leave|left|leaving|keep|kept) (?:the |all the |those |these |any )?(?:{words})"
+        r" out\b",
+        re.I,
+    )
     for kind, words in AVOIDABLE.items()
 }
 # "in prose", "plain text only", "no formatting": what these ask to go without
