@@ -38,6 +38,9 @@ from clawd.signals.shaping import (
         ("Explain things in detail.", None),
         ("Use three examples.", None),
         ("The user finds answers too short.", None),
+        ("End every answer with a one-line tl;dr summary.", None),  # a part, not the answer
+        ("Start with a two-sentence summary, then the details.", None),
+        ("Answers in 2 sentences, summary first.", (2, "sentences")),
     ],
 )
 def test_the_length_a_memory_states(text: str, limit: tuple[int, str] | None) -> None:
@@ -86,6 +89,9 @@ def test_the_name_a_memory_gives(text: str, name: str | None) -> None:
         ("Emojis are fine.", set()),
         ("No more than 5 bullet points.", set()),
         ("Don't write paragraphs, use lists.", set()),
+        ("The user would rather you left the emojis out.", {"emoji"}),
+        ("Chill w the exclamation marks.", {"exclamations"}),
+        ("Add a one-line summary at the end.", set()),
     ],
 )
 def test_what_a_memory_says_to_avoid(text: str, avoid: set[str]) -> None:

@@ -42,7 +42,14 @@ from typing import Any
 from clawd.signals import foreign
 from clawd.signals.asking import QUESTION, STAY, asks, habit, not_a_request
 from clawd.signals.corrections import said_again
-from clawd.signals.names import CALL_ME, NAME, corrected, name_in, surname_in
+from clawd.signals.names import (
+    CALL_ME,
+    NAME,
+    corrected,
+    name_in,
+    not_a_correction,
+    surname_in,
+)
 from clawd.signals.phrasing import (
     ABOUT_ME,
     EPHEMERAL,
@@ -92,7 +99,11 @@ def capture(reply: str, answer: str = "") -> list[Captured]:
     (``clawd.signals.standing``) finds the reply standing: the clauses the rules pick, or, when
     they pick none, the clause the classifier finds most standing. Clauses in another language
     are read by ``clawd.signals.foreign`` alone."""
-    found = [_say_what(reply, c) for c in _capture(reply)]
+    found = [
+        _say_what(reply, c)
+        for c in _capture(reply)
+        if not (c.kind == "name" and not_a_correction(c.clause, answer) and not _keep_name(reply))
+    ]
     surname = surname_in(reply)
     if surname and not any(surname in c.text for c in found):
         found.append(Captured("fact", f"The user's surname is {surname}.", reply, True))
@@ -104,6 +115,12 @@ def capture(reply: str, answer: str = "") -> list[Captured]:
     )
     rest = [c for c in found if not about.search(c.text)]
     return [Captured("name", f"Address the user as {name}.", reply, True), *rest]
+
+
+def _keep_name(reply: str) -> bool:
+    """Whether ``reply`` says the name it corrects is the user's: a marker that it lasts or
+    the word "name" ("It's Priya, not Pri. Please use my full first name going forward.")."""
+    return bool(STRONG.search(reply) or re.search(r"\bnames?\b", reply, re.I))
 
 
 def _capture(reply: str) -> list[Captured]:

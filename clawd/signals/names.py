@@ -123,10 +123,15 @@ def name_in(clause: str) -> str | None:
     m = _IM_NAME.search(clause)
     if m:
         name, rest = m.group(1), m.group(2).strip(" .,!")
-        by_the_way = re.match(r"^(by the way|btw|here|,|by the by|not\b|, not\b)?", rest, re.I)
+        by_the_way = re.match(
+            r"^(by the way|btw|here|,|by the by|not\b|, not\b|please|pls|thanks|thank you)?\W*$"
+            r"|^(not\b)",
+            rest,
+            re.I,
+        )
         about_name = re.search(r"\b(my name|call me|use my|address me)\b", rest, re.I)
         if name.lower() not in _NOT_NAMES and (
-            not rest or (by_the_way and by_the_way.group(1)) or about_name
+            not rest or (by_the_way and (by_the_way.group(1) or by_the_way.group(2))) or about_name
         ):
             return name
     m = _IM_NAME_LOWER.search(clause)
@@ -144,7 +149,7 @@ _ADDRESS = frozenset(
 _ADDRESSED = re.compile(
     r"^\W*(?:(?i:hi|hello|hey|dear|good (?:morning|afternoon|evening)|of course|sure|okay|ok"
     r"|great question|absolutely|certainly|thanks|thank you)[, ]+)([A-Z][\w'-]{1,30})\s*[,!]"
-    r"|,\s*([A-Z][\w'-]{1,30})\s*[.!?]"
+    r"|,\s*([A-Z][\w'-]{1,30})\s*[.!?:]"
 )
 # "don't call me Jonathan", "I'm not your sweetie": the word put aside, whatever it is
 _PUT_ASIDE = re.compile(
@@ -165,13 +170,28 @@ _IN_PLACE = re.compile(
 )
 
 
+def addressed(answer: str) -> set[str]:
+    """The words ``answer`` addresses the user by ("Hi Thomas, ..." -> {"thomas"}), lowercase."""
+    called = {m.group(1) or m.group(2) for m in _ADDRESSED.finditer(answer)}
+    return {w.lower() for w in called if w}
+
+
+def not_a_correction(clause: str, answer: str) -> bool:
+    """Whether the name in "it's X, not Y" is a fact put right instead ("It's Paris, not
+    London" after an answer that says London without calling the user so)."""
+    m = re.search(r"\b[Ii]t'?s ([\w'-]+),? not ([\w'-]+)", clause)
+    if not m or not answer:
+        return False
+    said = m.group(2).lower()
+    return said in answer.lower() and said not in addressed(answer)
+
+
 def corrected(reply: str, answer: str = "") -> str | None:
     """The name ``reply`` gives in place of what the answer called the user, or None: the word
     it puts aside ("not Thomas", "don't call me jonathan") must be one the answer addressed the
     user with, or a word answers call people ("buddy", "sweetie"), and the name must stand
     alone ("Tomasz.", "its jojo"), so "Rust. Not Python." makes no name."""
-    called = {m.group(1) or m.group(2) for m in _ADDRESSED.finditer(answer)}
-    called = {w.lower() for w in called if w}
+    called = addressed(answer)
     aside = {w.lower() for m in _PUT_ASIDE.finditer(reply) for w in m.groups() if w}
     aside |= {m.group(1).lower() for m in _NOT.finditer(reply)} & (called | _ADDRESS)
     if not aside:

@@ -106,6 +106,25 @@ _VAGUE = re.compile(
     re.I,
 )
 _ONE_LINE = re.compile(r"\b(tl;? ?dr|one[- ]liners?|(?:one|single)[- ]line(?:r|rs)?)\b", re.I)
+# "end every answer with a one-line tl;dr", "a two-sentence summary at the top": a part of the
+# answer has that length, not the answer
+_PART = re.compile(
+    r"\b(?:end|ends|ending|finish|close|add|append|include|followed|start|begin|open)\w*\b"
+    r"[^.]{0,40}$",
+    re.I,
+)
+_PART_NOUN = re.compile(
+    r"^[\s\"'‘“]*(?:\w+:?[\"'’”]?\s+)?(?:summary|recap|tl;? ?dr|takeaway|conclusion|intro"
+    r"|headline|title|answer first|verdict)\b",
+    re.I,
+)
+
+
+def _a_part(text: str, start: int, end: int) -> bool:
+    """Whether the length said at ``text[start:end]`` is of a part of the answer."""
+    return bool(_PART.search(text[:start]) or _PART_NOUN.search(text[end:]))
+
+
 _NEGATED = re.compile(r"\b(not|never|don'?t|no|stop|less|too)\s+(\w+\s+){0,3}$", re.I)
 _TITLED = r"((?:(?:Mr|Mrs|Ms|Miss|Dr|Prof|Professor)\.? )?[A-Z][\w'’-]{0,30})"
 _NAMED = re.compile(
@@ -222,13 +241,15 @@ def limit_of(text: str) -> tuple[int, str] | None:
         before = text[: m.start()]
         if _AT_LEAST.search(before) and not _NOT_MORE.search(before):
             continue
+        if _a_part(text, *m.span()):
+            continue
         g = m.groups()
         numbers = [n for n in map(_number, (g[0], g[1], g[3], g[5], g[6])) if n]
         unit = g[2] or g[4] or g[7]
         if numbers and unit:
             return max(numbers), _unit(unit)
     one = _ONE_LINE.search(text)
-    if one and not _NEGATED.search(text[: one.start()]):
+    if one and not _NEGATED.search(text[: one.start()]) and not _a_part(text, *one.span()):
         return 1, "sentences"  # "tl;dr" is a one-line summary
     vague = _VAGUE.search(text)
     if vague and not _NEGATED.search(text[: vague.start()]):
@@ -245,7 +266,7 @@ def avoids_of(text: str) -> set[str]:
     if _PLAIN.search(text):
         out.add("markdown")
     block = _ONE_BLOCK.search(text)
-    if block and not _NEGATED.search(text[: block.start()]):
+    if block and not _NEGATED.search(text[: block.start()]) and not _a_part(text, *block.span()):
         out.add("newlines")
     if "markdown" in out and re.search(r"\bformatting\b", text, re.I):
         out.add("lists")  # "no formatting": no lists either
