@@ -202,6 +202,8 @@ def test_quoted_phrases_after_a_lasting_request_are_kept_as_said() -> None:
     [
         ("Tomasz. Not Thomas.", "Hi Thomas, here is the schedule.", "Tomasz"),
         ("no, it's Zofia, not Sofia", "Hello Sofia! The answer is 4.", "Zofia"),
+        ("It's Priya, not Pri. Use my full name.", "Here's a draft, Pri: ...", "Priya"),
+        ("it's Bernie, please. Every time.", "", "Bernie"),
         ("Not buddy. Kowalski. Surname only.", "Sure thing, buddy! Here you go.", "Kowalski"),
         ("ew dont call me jonathan thats what my mom yells 💀 its jojo", "Hey Jonathan!", "Jojo"),
     ],
@@ -220,6 +222,7 @@ def test_a_name_put_in_place_of_what_the_answer_called_the_user(
         ("I'm not sure. Rust.", "Hi Sam, which language?"),
         ("Not bad. Python.", "Hello there, here it is."),
         ("Tomasz. Not Thomas.", "Thomas Edison invented the phonograph."),  # not addressed
+        ("It's Paris, not London.", "The capital of France is London."),  # a fact put right
     ],
 )
 def test_a_word_put_aside_that_the_answer_never_called_the_user_is_no_name(
