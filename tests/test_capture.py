@@ -202,8 +202,6 @@ def test_quoted_phrases_after_a_lasting_request_are_kept_as_said() -> None:
     [
         ("Tomasz. Not Thomas.", "Hi Thomas, here is the schedule.", "Tomasz"),
         ("no, it's Zofia, not Sofia", "Hello Sofia! The answer is 4.", "Zofia"),
-        ("It's Priya, not Pri. Use my full name.", "Here's a draft, Pri: ...", "Priya"),
-        ("it's Bernie, please. Every time.", "", "Bernie"),
         ("Not buddy. Kowalski. Surname only.", "Sure thing, buddy! Here you go.", "Kowalski"),
         ("ew dont call me jonathan thats what my mom yells 💀 its jojo", "Hey Jonathan!", "Jojo"),
     ],
@@ -267,6 +265,8 @@ def test_a_moment_or_a_question_without_its_mark_makes_none(reply: str) -> None:
         ("kasia not kate", "Hey Kate! Here you go.", "Kasia"),
         ("its Zofia with a Z, not Sofia", "Of course, Sofia! Here's the note.", "Zofia"),
         ("nobody calls me robert except the bank. its bob", "Here you go, Robert.", "Bob"),
+        ("It's Priya, not Pri. Use my full name.", "Here's a draft, Pri: ...", "Priya"),
+        ("it's Bernie, please. Every time.", "", "Bernie"),
     ],
 )
 def test_a_lowercase_or_spelled_out_name_correction(reply: str, answer: str, name: str) -> None:

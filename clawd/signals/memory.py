@@ -166,8 +166,11 @@ def _english(reply: str) -> list[Captured]:
         return names + [
             c
             for c in found
-            if (c.kind == "fact" and FACT.search(c.clause))
-            or ((c.strong or STRONG.search(c.clause)) and not habit(c.clause))
+            if c.kind != "name"
+            and (
+                (c.kind == "fact" and FACT.search(c.clause))
+                or ((c.strong or STRONG.search(c.clause)) and not habit(c.clause))
+            )
         ]
     rest = [c for c in found if c.kind != "name"]
     if rest:
