@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from clawd.serving.engine import Engine, GenParams, generate_blocking
+from clawd.signals.kept import broken
 from clawd.signals.shaping import (
     CLOSING,
     Shape,
@@ -236,3 +237,14 @@ def test_the_engine_keeps_a_limit_and_asks_the_closing_question(smollm2: Engine)
         tight = answer(engine, "Explain photosynthesis.", Shape(closing=True), seed, max_tokens=60)
         assert CLOSING in tight.content and len(tight.response_token_ids) <= 60, tight.content
         assert tight.content.rstrip().endswith("?"), tight.content
+
+
+def test_the_engine_ends_with_the_summary_line_a_memory_asks_for(smollm2: Engine) -> None:
+    shape = shape_of(["End every answer with a one-line TL;DR."], first_answer=True)
+    assert shape.summary == "TL;DR:" and shape.limit is None
+    for seed in (1, 2):
+        r = answer(smollm2, "Tell me about the history of Rome.", shape, seed, max_tokens=96)
+        last = r.content.rstrip().rsplit("\n", 1)[-1]
+        assert last.startswith("TL;DR:") and len(last.split()) > 1, r.content
+        assert r.content.count("TL;DR:") == 1
+        assert not broken(shape, r.content), r.content

@@ -245,7 +245,7 @@ class Engine:
 
             grammar = LlamaGrammar.from_string(params.grammar, verbose=False)
         avoid = None
-        if params.shape and (params.shape.avoid or params.shape.closing):
+        if params.shape and (params.shape.avoid or params.shape.closes):
             avoider = Avoider(llama_classes(llm), params.shape.avoid)
             avoid = [avoider.processor(answer.avoid_state)]
         restart = True

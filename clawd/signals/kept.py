@@ -42,8 +42,9 @@ def _within(shape: Shape, text: str) -> bool:
 
 def broken(shape: Shape, text: str, finished: bool = True) -> list[str]:
     """What of ``shape`` the answer ``text`` does not keep (empty: it keeps all of it):
-    "opening" (the name nowhere in it), "limit", "closing", "content" (too few words of its
-    own), or an avoided kind or phrase it holds. ``finished``: the answer ended on its own."""
+    "opening" (the name nowhere in it), "limit", "closing", "summary" (no last line with its
+    label), "content" (too few words of its own), or an avoided kind or phrase it holds.
+    ``finished``: the answer ended on its own."""
     out: list[str] = []
     prose = _CODE.sub(" ", text)
     own = prose.rstrip()
@@ -53,6 +54,13 @@ def broken(shape: Shape, text: str, finished: bool = True) -> list[str]:
             own = own[: asked.start()]
         else:
             out.append("closing")
+    if shape.summary:
+        last = own.rsplit("\n", 1)[-1] if "\n" in own else own
+        label = shape.summary.rstrip(":").lower()
+        if label not in last.lower():
+            out.append("summary")
+        elif "\n" in own:
+            own = own.rsplit("\n", 1)[0]
     if shape.opening:
         name = shape.opening.rstrip(",")
         if not re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text):

@@ -17,6 +17,9 @@ for the model are kept there too, from the memories in the answer's context:
 - a **closing question** ("End with a question.", "Check back with the user."): an answer
   that ends without a question goes on with a new paragraph opened by "Would you like", which
   the model finishes, up to its first question mark;
+- a **closing summary line** ("End every answer with a one-line tl;dr."): an answer that
+  ends without it goes on with a new paragraph opened by its label ("TL;DR:", or the one the
+  memory quotes), which the model finishes on that line;
 - what to **avoid** ("Do not use bullet points.", "No emojis.", "Plain text only.", "No
   exclamation marks.", "One paragraph, no line breaks.", "Never say 'great question'.", "Don't
   use the word delve."): lists, markdown, emoji, "!", line breaks or a phrase (kept in
@@ -196,15 +199,22 @@ class Shape:
     unit: str | None = None  # "words", "sentences" or "paragraphs"
     closing: bool = False
     avoid: tuple[str, ...] = ()  # AVOIDABLE's kinds and quoted phrases, sorted
+    summary: str | None = None  # the label of a closing summary line ("TL;DR:")
+
+    @property
+    def closes(self) -> bool:
+        """Whether the answer ends with words decoding begins: a question or a summary line."""
+        return self.closing or bool(self.summary)
 
     @property
     def closing_words(self) -> str:
-        """The words that open the closing question: on a new paragraph, or on the same line
-        when the answer is to have no line breaks."""
-        return " " + CLOSING.lstrip("\n") if "newlines" in self.avoid else CLOSING
+        """The words that open the closing question (or the summary line): on a new
+        paragraph, or on the same line when the answer is to have no line breaks."""
+        words = CLOSING if self.closing else f"\n\n{self.summary}"
+        return " " + words.lstrip("\n") if "newlines" in self.avoid else words
 
     def __bool__(self) -> bool:
-        return bool(self.opening or self.limit or self.closing or self.avoid)
+        return bool(self.opening or self.limit or self.closes or self.avoid)
 
     def describe(self) -> dict[str, object]:
         """The shape as the response's ``clawd.shaped`` field shows it."""
@@ -216,6 +226,8 @@ class Shape:
             out["limit"] = f"{self.limit} {unit}"
         if self.closing:
             out["closing_question"] = True
+        if self.summary:
+            out["closing_summary"] = self.summary
         if self.avoid:
             out["avoid"] = list(self.avoid)
         return out
@@ -284,12 +296,36 @@ def name_of(text: str) -> str | None:
     return name.rstrip("'’.,")
 
 
+# "end every answer with a one-line 'tldr:' summary", "a bottom line at the end"
+_SUMMARY = re.compile(
+    r"\b(?:end|ends|ending|finish|close|wrap)\w*\b[^.]{0,60}?\b(tl;? ?dr|summary|recap|bottom line)"
+    r"|\b(tl;? ?dr|summary|recap|bottom line)\b[^.]{0,40}\b(?:at the (?:end|bottom)|last line"
+    r"|final line)",
+    re.I,
+)
+_LABELS = {"summary": "Summary:", "recap": "Recap:", "bottom line": "Bottom line:"}
+
+
+def summary_of(text: str) -> str | None:
+    """The label of the closing summary line a memory asks for ("TL;DR:"), or None; a label
+    the memory quotes ("'tldr:'") as quoted."""
+    m = _SUMMARY.search(text)
+    if not m or _NEGATED.search(text[: m.start()]):
+        return None
+    quoted = re.search(r"[\"'‘“]([^\"'’”\n]{2,20}:)[\"'’”]", text)
+    if quoted:
+        return quoted.group(1)
+    word = (m.group(1) or m.group(2)).lower()
+    return _LABELS.get(word, "TL;DR:")
+
+
 def shape_of(texts: list[str], first_answer: bool) -> Shape:
     """The shape the memories ``texts`` ask of an answer; the opening only on the
     ``first_answer`` of a conversation. Of two limits in one unit the tighter holds; of two
     units, the first memory's (the most recently confirmed)."""
-    opening, limit, unit, closing, avoid = None, None, None, False, set()
+    opening, limit, unit, closing, avoid, summary = None, None, None, False, set(), None
     for text in texts:
+        summary = summary or summary_of(text)
         avoid |= avoids_of(text)
         name = name_of(text)
         if name and opening is None and first_answer:
@@ -298,7 +334,7 @@ def shape_of(texts: list[str], first_answer: bool) -> Shape:
         if found and (unit is None or (found[1] == unit and found[0] < (limit or 0))):
             limit, unit = found
         closing = closing or bool(_ASKS_BACK.search(text))
-    return Shape(opening, limit, unit, closing, tuple(sorted(avoid)))
+    return Shape(opening, limit, unit, closing, tuple(sorted(avoid)), summary)
 
 
 _END = re.compile(r"(?<![0-9])(?<!\b[A-Za-z])(?<!\be\.g)(?<!\bi\.e)(?<!\betc)[.!?]+[\"')\]]*$")
@@ -345,7 +381,7 @@ class Shaper:
             return "go on"
         shape = self.shape
         ended = self._sentence_ended(before)
-        if shape.closing and tokens_left is not None and tokens_left <= CLOSING_RESERVE:
+        if shape.closes and tokens_left is not None and tokens_left <= CLOSING_RESERVE:
             # room for the question is running out: ask it at this sentence's end, or now
             if ended or tokens_left <= CLOSING_RESERVE // 2:
                 return "end"
@@ -359,7 +395,7 @@ class Shaper:
         self.ends += ended
         if shape.unit == "sentences":
             return "end" if ended and self.ends >= shape.limit else "go on"
-        room = shape.limit - (_CLOSING_WORDS if shape.closing else 0)
+        room = shape.limit - (_CLOSING_WORDS if shape.closes else 0)
         words = len(self.text.split())
         if ended and words + words / self.ends > room:
             return "end"  # one more sentence of the mean length would pass the limit
@@ -385,13 +421,18 @@ class Shaper:
     def question_open(self) -> bool:
         """Whether the closing question was begun and is not asked yet (no "?" at its end):
         an answer that ends now gets its "?" forced."""
-        return self.closing_started and not self.text.rstrip().endswith("?")
+        asking = self.closing_started and self.shape.closing
+        return asking and not self.text.rstrip().endswith("?")
 
     def closing(self) -> bool:
-        """Whether to force the closing question now (once; never after a question)."""
-        if not self.shape.closing or self.closing_started or self._in_code():
+        """Whether to force the closing question (or summary line) now: once; never after a
+        question, nor after a last line that holds the summary's label."""
+        if not self.shape.closes or self.closing_started or self._in_code():
             return False
-        if self.text.rstrip().endswith("?"):
+        last = self.text.rstrip().rsplit("\n", 1)[-1]
+        if self.shape.closing and self.text.rstrip().endswith("?"):
+            return False
+        if not self.shape.closing and self.shape.summary.lower().rstrip(":") in last.lower():
             return False
         self.closing_started = True
         return True

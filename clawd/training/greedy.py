@@ -178,7 +178,7 @@ def shaped_answer(
         max_tokens,
         lambda t: t in eos,
         eos[0],
-        token_classes(tok) if shape.avoid or shape.closing else None,
+        token_classes(tok) if shape.avoid or shape.closes else None,
     )
 
 

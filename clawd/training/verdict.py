@@ -101,7 +101,7 @@ def served_answer(
         ANSWER_TOKENS,
         scorer.is_end,
         scorer.llm.token_eos(),
-        llama_classes(scorer.llm) if shape.avoid or shape.closing else None,
+        llama_classes(scorer.llm) if shape.avoid or shape.closes else None,
     )
 
 
