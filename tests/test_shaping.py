@@ -10,10 +10,10 @@ import pytest
 
 from clawd.serving.engine import Engine, GenParams, generate_blocking
 from clawd.signals.kept import broken
+from clawd.signals.shaper import Shaper
 from clawd.signals.shaping import (
     CLOSING,
     Shape,
-    Shaper,
     avoids_of,
     limit_of,
     name_of,

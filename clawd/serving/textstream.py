@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from clawd.chattemplate import THINK_CLOSE, THINK_OPEN
-from clawd.signals.shaping import Shape, Shaper
+from clawd.signals.shaper import Shaper
+from clawd.signals.shaping import Shape
 
 
 class Detokenizer:

@@ -21,7 +21,8 @@ import sys
 from collections.abc import Callable
 
 from clawd.signals.avoid import EMOJI, MARKUP
-from clawd.signals.shaping import Shape, Shaper, shape_of
+from clawd.signals.shaper import Shaper
+from clawd.signals.shaping import Shape, shape_of
 
 CONTENT_WORDS = 3
 _CODE = re.compile(r"```.*?(```|$)", re.S)

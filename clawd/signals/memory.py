@@ -63,9 +63,8 @@ from clawd.signals.phrasing import (
     clauses,
     kind_of,
     sentences,
-    topic_of,
 )
-from clawd.signals.rewrite import contentful, tidy
+from clawd.signals.rewrite import contentful, name_them, tidy
 from clawd.signals.shaping import avoids_of
 from clawd.signals.standing import probabilities, probability
 from clawd.store import memories
@@ -301,23 +300,11 @@ def _by_rules(reply: str) -> list[Captured]:
     return out
 
 
-_PRONOUN = re.compile(
-    r"\b(them|those|these)\b(?! (?:\w+ )?(?:emojis?|lists?|bullets?|tables?))", re.I
-)
-
-
 def _say_what(reply: str, c: Captured) -> Captured:
-    """``c`` with "them" named when it stands for a format or tone word said earlier in the
-    reply and nowhere in the clause ("the little faces are called emojis ... leave them out":
-    "Leave the emojis out."), so that decoding knows what to avoid."""
-    if c.kind not in ("other", "fact") or not _PRONOUN.search(c.text):
-        return c
+    """``c`` with "them" named (``rewrite.name_them``) from what the reply said before it."""
     start = reply.find(c.clause)
-    word = topic_of(reply[:start]) if start > 0 else None
-    if not word:
-        return c
-    text = _PRONOUN.sub(f"the {word.lower()}", c.text, count=1)
-    return replace(c, kind=kind_of(word), text=text)
+    named = c.kind in ("other", "fact") and start > 0 and name_them(c.text, reply[:start])
+    return replace(c, kind=kind_of(named[1]), text=named[0]) if named else c
 
 
 def remember(

@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 import sys
 
+from clawd.signals.phrasing import topic_of
+
 _LEAD = re.compile(
     r"^(?:(?:(?:no|nope|yes|yeah|ugh|hmm|lol)[,!.:;]+|and|but|also|so|oh|ok|okay|alright|well|hey|"
     r"hi|btw|by the way|ps|p\.s\.|one more thing|just|honestly|seriously|look|listen|thanks|"
@@ -96,6 +98,22 @@ def _third_person(text: str) -> str:
 
 
 _QUOTED = re.compile(r"((?<!\w)['\"“‘][^'\"“”‘’\n]{1,60}?['\"”’](?!\w))")
+
+
+_PRONOUN = re.compile(
+    r"\b(them|those|these)\b(?! (?:\w+ )?(?:emojis?|lists?|bullets?|tables?))", re.I
+)
+
+
+def name_them(text: str, before: str) -> tuple[str, str] | None:
+    """``text`` with its first "them" (or "those", "these") named, when it stands for the last
+    format or tone word ``before`` says ("the little faces are called emojis ... leave them
+    out": "Leave the emojis out."), so that decoding knows what to avoid; and that word. None
+    when there is nothing to name."""
+    word = _PRONOUN.search(text) and topic_of(before)
+    if not word:
+        return None
+    return _PRONOUN.sub(f"the {word.lower()}", text, count=1), word
 
 
 def tidy(clause: str) -> str:

@@ -31,7 +31,8 @@ import torch
 
 from clawd.chattemplate import THINK_CLOSE, THINK_OPEN
 from clawd.signals.avoid import Avoider, TokenClasses
-from clawd.signals.shaping import Shape, Shaper
+from clawd.signals.shaper import Shaper
+from clawd.signals.shaping import Shape
 
 
 def cut_at_end(answer: list[int], eos: list[int]) -> list[int]:
