@@ -193,6 +193,7 @@ def corrected(reply: str, answer: str = "") -> str | None:
     alone ("Tomasz.", "its jojo"), so "Rust. Not Python." makes no name."""
     called = addressed(answer)
     aside = {w.lower() for m in _PUT_ASIDE.finditer(reply) for w in m.groups() if w}
+    aside -= _NOT_CALLED  # "don't call me that": no word put aside
     aside |= {m.group(1).lower() for m in _NOT.finditer(reply)} & (called | _ADDRESS)
     if not aside:
         return None
