@@ -307,6 +307,7 @@ def test_more_languages_a_marker_alone_a_surname(reply: str, kind: str, text: st
     [
         "Nie, to nie to, napisz jeszcze raz.",  # Polish "nie" is "not", no German "never"
         "Her surname is Kowalska, can you fix the letter?",
+        "Good letter but the surname is Nowak, not Novak.",
         "everyone says Python is better",
     ],
 )

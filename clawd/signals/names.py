@@ -90,8 +90,8 @@ _SAY = re.compile(
 )
 # "surname is Wiśniewska, not Wisniewski": what letters written for the user must spell
 _SURNAME = re.compile(
-    r"(?<!her )(?<!his )(?<!their )(?<!its )(?<!whose )(?<!'s )"
-    r"\b(?:my |the )?(?:surname|last name|family name)(?:'s| is)\s+((?-i:[A-Z])[\w'-]{1,30})",
+    r"(?<!her )(?<!his )(?<!their )(?<!its )(?<!whose )(?<!'s )(?<!the )(?<!a )(?<!your )"
+    r"\b(?:my )?(?:surname|last name|family name)(?:'s| is)\s+((?-i:[A-Z])[\w'-]{1,30})",
     re.I,
 )
 
