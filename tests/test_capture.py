@@ -222,6 +222,7 @@ def test_a_name_put_in_place_of_what_the_answer_called_the_user(
         ("Tomasz. Not Thomas.", "Thomas Edison invented the phonograph."),  # not addressed
         ("It's Paris, not London.", "The capital of France is London."),  # a fact put right
         ("Don't call me that. Python.", "Sure, genius! Use Java."),
+        ("Python, not Rust.", "Fast languages include C++, Go, Rust."),  # a list's last item
     ],
 )
 def test_a_word_put_aside_that_the_answer_never_called_the_user_is_no_name(

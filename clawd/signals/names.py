@@ -171,9 +171,16 @@ _IN_PLACE = re.compile(
 
 
 def addressed(answer: str) -> set[str]:
-    """The words ``answer`` addresses the user by ("Hi Thomas, ..." -> {"thomas"}), lowercase."""
-    called = {m.group(1) or m.group(2) for m in _ADDRESSED.finditer(answer)}
-    return {w.lower() for w in called if w}
+    """The words ``answer`` addresses the user by ("Hi Thomas, ..." -> {"thomas"}), lowercase:
+    after a greeting that opens it, or after a short phrase at a sentence's end ("Here you go,
+    Robert.")."""
+    called = set()
+    for m in _ADDRESSED.finditer(answer):
+        before = re.split(r"[.!?\n]", answer[: m.start()])[-1]
+        # "Here you go, Robert.", not the last item of a list ("Go, Java, Rust.")
+        if m.group(1) or ("," not in before and len(before.split()) <= 6):
+            called.add((m.group(1) or m.group(2)).lower())
+    return called
 
 
 def not_a_correction(clause: str, answer: str) -> bool:
