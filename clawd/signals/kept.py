@@ -56,12 +56,11 @@ def broken(shape: Shape, text: str, finished: bool = True) -> list[str]:
         else:
             out.append("closing")
     if shape.summary:
-        last = own.rsplit("\n", 1)[-1] if "\n" in own else own
-        label = shape.summary.rstrip(":").lower()
-        if label not in last.lower():
+        *rest, last = own.rsplit("\n", 1)
+        if shape.summary.rstrip(":").lower() not in last.lower():
             out.append("summary")
-        elif "\n" in own:
-            own = own.rsplit("\n", 1)[0]
+        elif rest:
+            own = rest[0]  # the summary line is not the answer's own words
     if shape.opening:
         name = shape.opening.rstrip(",")
         if not re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text):

@@ -109,11 +109,14 @@ def capture(reply: str, answer: str = "") -> list[Captured]:
     name = not any(c.kind == "name" for c in found) and corrected(reply, answer)
     if not name:
         return found
-    about = re.compile(
-        r"\b(?:call|calls|calling|address|addresses|addressing) (?:me|the user)\b", re.I
-    )
-    rest = [c for c in found if not about.search(c.text)]
+    rest = [c for c in found if not _ABOUT_NAME.search(c.text)]
     return [Captured("name", f"Address the user as {name}.", reply, True), *rest]
+
+
+# a memory about what to call the user, which the corrected name replaces
+_ABOUT_NAME = re.compile(
+    r"\b(?:call|calls|calling|address|addresses|addressing) (?:me|the user)\b", re.I
+)
 
 
 def _keep_name(reply: str) -> bool:

@@ -114,10 +114,11 @@ class Shaper:
         question, nor after a last line that holds the summary's label."""
         if not self.shape.closes or self.closing_started or self._in_code():
             return False
-        last = self.text.rstrip().rsplit("\n", 1)[-1]
-        if self.shape.closing and self.text.rstrip().endswith("?"):
-            return False
-        if not self.shape.closing and self.shape.summary.lower().rstrip(":") in last.lower():
+        text = self.text.rstrip()
+        if self.shape.closing:
+            if text.endswith("?"):
+                return False
+        elif self.shape.summary.lower().rstrip(":") in text.rsplit("\n", 1)[-1].lower():
             return False
         self.closing_started = True
         return True
