@@ -57,6 +57,10 @@ SEVENTH = Path(__file__).parent / "data" / "memory_replies_g.jsonl"
 # An eighth, five more voices (Polish, Hinglish, Dutch among them) by a seventh writer who saw
 # none of the rules or sets (2026-12-07, twelfth session): measured blind on arrival.
 EIGHTH = Path(__file__).parent / "data" / "memory_replies_h.jsonl"
+# A ninth, five more voices (Scots, German, Nigerian, Spanglish, sarcastic British) by an eighth
+# writer who saw none of the rules or sets (2026-12-07, thirteenth session): measured blind on
+# arrival.
+NINTH = Path(__file__).parent / "data" / "memory_replies_i.jsonl"
 FIT = ("terse", "polite", "annoyed", "casual")  # the voices the rules were written on
 
 
@@ -134,7 +138,18 @@ def leave_one_voice_out(rows: list[dict[str, Any]]) -> tuple[dict[str, Any], lis
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    splits = ("heldout", "blind", "fit", "fourth", "fifth", "sixth", "seventh", "eighth", "all")
+    splits = (
+        "heldout",
+        "blind",
+        "fit",
+        "fourth",
+        "fifth",
+        "sixth",
+        "seventh",
+        "eighth",
+        "ninth",
+        "all",
+    )
     ap.add_argument("--split", choices=splits, default="heldout")
     ap.add_argument("--out", type=Path)
     ap.add_argument("--quiet", action="store_true", help="no list of misses")
@@ -150,6 +165,7 @@ def main() -> None:
 
     first, second, blind, fourth = read(DATA), read(SECOND), read(BLIND), read(FOURTH)
     fifth, sixth, seventh, eighth = read(FIFTH), read(SIXTH), read(SEVENTH), read(EIGHTH)
+    ninth = read(NINTH)
     rows = {
         "fit": [r for r in first if r["voice"] in FIT] + second + fourth + fifth + sixth,
         "heldout": [r for r in first if r["voice"] not in FIT],
@@ -159,7 +175,8 @@ def main() -> None:
         "sixth": sixth,
         "seventh": seventh,
         "eighth": eighth,
-        "all": first + second + blind + fourth + fifth + sixth + seventh + eighth,
+        "ninth": ninth,
+        "all": first + second + blind + fourth + fifth + sixth + seventh + eighth + ninth,
     }[args.split]
     figures, misses = leave_one_voice_out(rows) if args.loo else score(rows)
     if not args.quiet:
