@@ -76,7 +76,7 @@ def first_memories(
         reply = sim.reply(answer)
         if reply is None:
             continue
-        made = remember(store, reply, source="reply")
+        made = remember(store, reply, source="reply", answer=answer)
         said.append({"reply": reply, "made": [m["memory"]["text"] for m in made]})
         if made:
             break

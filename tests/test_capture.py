@@ -332,3 +332,48 @@ def test_them_is_named_when_it_stands_for_a_format_said_before(reply: str, avoid
 
     got = capture(reply)
     assert got and any(avoid in avoids_of(c.text) for c in got)
+
+
+@pytest.mark.parametrize(
+    ("reply", "kind", "word"),
+    [
+        # a request asked politely and said to last
+        ("can you always keep it under 50 words?", "length", "50"),
+        (
+            "ok so I'm always between classes, can you ALWAYS start with 'Short answer:'?",
+            "format",
+            "Short answer:",
+        ),
+        ("Please use Dr. Lund when you speak to me, in every reply.", "name", "Dr. Lund"),
+        ("please from now on address me as barrister okafor", "name", "Barrister Okafor"),
+        ("i said plain text no numbered or bulleted lists in any answer", "format", "lists"),
+        ("nae emojis pls, for future like", "format", "emojis"),
+    ],
+)
+def test_polite_requests_titles_and_markers_of_any_answer(reply: str, kind: str, word: str) -> None:
+    [(got_kind, text)] = made(reply)
+    assert got_kind == kind and word in text, text
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "Your answer was long, but I understood everything. Very good.",
+        "lol ye remembered ma name",
+        "ok so what happens if they dont respond within the seven days",
+        "We live in Freiburg im Breisgau.",  # "im" after a place is no "I'm <name>"
+    ],
+)
+def test_a_reaction_a_question_after_a_filler_or_a_place_makes_no_memory_or_name(
+    reply: str,
+) -> None:
+    assert all(kind != "name" for kind, _ in made(reply))
+    if "Freiburg" not in reply:
+        assert made(reply) == []
+
+
+def test_a_past_tense_stays_past_in_the_memory() -> None:
+    [(_, text)] = made("I told you before: no more than 120 words per answer, every time.")
+    assert text.startswith("The user told you before") and "tolds" not in text
+    [(_, text)] = made("Four sentences, that's all I want from you, each and every time.")
+    assert text == "Four sentences, that's all the user wants from you."

@@ -82,6 +82,13 @@ def test_a_shaped_answer_opens_ends_and_asks_as_the_daemon_serves_it(
         assert sum(forced) == len(closing) + ended and len(text) > start + len(CLOSING)
     else:
         assert "?" in text
+    # a sign-off ends the answer, forced, before its end of turn
+    sign = shape_of(["Two sentences max.", "Sign off with 'Fair winds.'"], first_answer=False)
+    answer, forced = shaped_answer(model, prompt, sign, tok, 96, eos)
+    text = tok.decode(answer, skip_special_tokens=True)
+    assert text.rstrip().endswith("\n\nFair winds.") and text.count("Fair winds.") == 1, text
+    signoff = tok("\n\nFair winds.", add_special_tokens=False)["input_ids"]
+    assert forced[-len(signoff) - 1 : -1] == [1.0] * len(signoff) and answer[-1] == eos[0]
 
 
 @pytest.mark.slow

@@ -35,6 +35,9 @@ from clawd.signals.shaping import shape_of
         ("Plain text only.", "Tea is **lovely**.", False),
         ("One paragraph, no line breaks.", "Tea is lovely.\n\nIt is old.", False),
         ("Never say 'great question'.", "Great question! Tea is old.", False),
+        ("Finish every answer with 'Fair winds.'", "Tea is old.\n\nFair winds.", True),
+        ("Finish every answer with 'Fair winds.'", "Tea is old. Fair winds to you.", False),
+        ("End with a question. Sign off with 'Cheers'", "Tea is old. Want more?\n\nCheers", True),
     ],
 )
 def test_an_answer_keeps_a_shape_or_names_what_it_breaks(

@@ -17,7 +17,9 @@ from clawd.signals.shaping import (
     avoids_of,
     limit_of,
     name_of,
+    phrases_of,
     shape_of,
+    summary_of,
 )
 
 
@@ -42,6 +44,7 @@ from clawd.signals.shaping import (
         ("End every answer with a one-line tl;dr summary.", None),  # a part, not the answer
         ("Start with a two-sentence summary, then the details.", None),
         ("Answers in 2 sentences, summary first.", (2, "sentences")),
+        ("You forgot the 'Short answer:' opener again.", None),  # quoted words are no length
     ],
 )
 def test_the_length_a_memory_states(text: str, limit: tuple[int, str] | None) -> None:
@@ -111,6 +114,51 @@ def test_a_shape_opens_only_a_conversations_first_answer_and_keeps_the_tighter_l
         "emoji",
         "lists",
     ]
+
+
+@pytest.mark.parametrize(
+    ("text", "phrases"),
+    [
+        (
+            "The user would like every reply to finish wi' 'Fair winds.' as the last words.",
+            (None, "Fair winds."),
+        ),
+        ("Sign off with 'Cheers, G' every time.", (None, "Cheers, G")),
+        ('Always start with "Short answer:" and then the details.', ("Short answer:", None)),
+        ("You forgot the 'Short answer:' opener again.", ("Short answer:", None)),
+        ("Never say 'great question'.", (None, None)),  # a phrase to avoid
+        ("Don't start with 'Great question!'", (None, None)),
+        ("End each reply with a 'TL;DR:' line.", (None, None)),  # a summary's label
+        ("That's what the user's dad always says.", (None, None)),  # apostrophes quote nothing
+    ],
+)
+def test_the_words_a_memory_says_to_open_or_end_with(
+    text: str, phrases: tuple[str | None, str | None]
+) -> None:
+    assert phrases_of(text) == phrases
+
+
+def test_a_number_said_holds_over_vague_brevity_and_the_asking_summary_counts() -> None:
+    texts = ["Four sentences, that's all the user wants.", "The user likes things brief."]
+    assert shape_of(texts, first_answer=True).limit == 4
+    assert shape_of(texts[::-1], first_answer=True).limit == 4
+    assert shape_of(["Keep it short.", "Or shorter."], first_answer=True).limit == 1
+    said = "No TL;DR at the bottom again. End each reply with a 'tldr:' line summing it up."
+    assert summary_of(said) == "TL;DR:"
+    # a phrase opens every answer, the name only a conversation's first
+    both = ["Always start with 'Short answer:'.", "Address the user as Kojo."]
+    assert shape_of(both, first_answer=True).opening == "Short answer: Kojo,"
+    assert shape_of(both, first_answer=False).opening == "Short answer:"
+
+
+def test_the_sign_off_takes_its_room_from_a_limit_and_is_added_once() -> None:
+    shape = shape_of(["Four sentences at most.", "Close with 'Fair winds.'"], first_answer=True)
+    shaper = Shaper(shape)
+    assert feed(shaper, ["One. ", "Two. ", "Three. ", "Four. "]) == ("end", "One. Two. Three. ")
+    assert shaper.signing() and not shaper.signing()
+    done = Shaper(shape)
+    feed(done, ["Sail on. ", "Fair winds."])
+    assert not done.signing()  # the answer ends with it already
 
 
 def feed(shaper: Shaper, pieces: list[str]) -> tuple[str, str]:
@@ -248,3 +296,20 @@ def test_the_engine_ends_with_the_summary_line_a_memory_asks_for(smollm2: Engine
         assert last.startswith("TL;DR:") and len(last.split()) > 1, r.content
         assert r.content.count("TL;DR:") == 1
         assert not broken(shape, r.content), r.content
+
+
+def test_the_engine_opens_and_signs_off_with_the_quoted_words(smollm2: Engine) -> None:
+    memories = [
+        "Always start with 'Short answer:'.",
+        "Three sentences max.",
+        "Sign off: 'Fair winds.'",
+    ]
+    shape = shape_of(memories, first_answer=False)
+    assert shape.opening == "Short answer:" and shape.signoff == "Fair winds."
+    for seed in (1, 2):
+        r = answer(smollm2, "Tell me about the history of Rome.", shape, seed, max_tokens=96)
+        assert r.content.startswith("Short answer:"), r.content
+        assert r.content.rstrip().endswith("\n\nFair winds."), r.content
+        assert r.content.count("Fair winds.") == 1
+        assert not broken(shape, r.content), r.content
+        assert served_text(smollm2, r.response_token_ids).strip() == r.content.strip()

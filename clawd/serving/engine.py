@@ -272,6 +272,8 @@ class Engine:
                     if shaper is not None and shaper.closing() and answer.force(closing):
                         restart = True  # the end-of-generation token is not served
                         break
+                    if shaper is not None and shaper.signing():
+                        answer.force(params.shape.signoff_words)  # the answer's last words
                     finish = "stop"
                     out_ids.append(token)  # "stop here" is part of what was served and learned
                     break
@@ -291,6 +293,8 @@ class Engine:
                 if verdict == "end" and shaper and shaper.question_open():
                     answer.force("?")  # a closing question out of room still asks
                 if verdict in ("end", "cut"):
+                    if shaper and shaper.signing():
+                        answer.force(params.shape.signoff_words)
                     finish = "stop" if verdict == "end" else "length"
                     if verdict == "end" and len(out_ids) < budget:
                         answer.forced.append(len(out_ids))

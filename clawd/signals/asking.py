@@ -16,12 +16,17 @@ from __future__ import annotations
 import re
 import sys
 
-from clawd.signals.phrasing import FACT, HABIT, SO_THEREFORE
+from clawd.signals.phrasing import FACT, HABIT, SO_THEREFORE, STRONG
+from clawd.signals.rewrite import PAST
 
 # a question without its question mark ("why is every answer 6 paragraphs", "what if i only
 # have a microwave"): a request ("can you always use metric") is not one
 QUESTION = re.compile(
-    r"^\W*(?:why|what|how|when|where|who|which|whats|what's|does|did|do you|do i|is it|is there"
+    # "ok so what happens if ...", "ok wait then when do i ...": a question after a filler
+    r"^\W*(?:(?:ok|okay|so|and|but|hmm|well|right|wait|oh|also|then)\W+)+"
+    r"(?:why|what|how|when|where|who)\s+(?:happens|if|do|does|did|is|are|was|should|can|could"
+    r"|would|will|about)\b"
+    r"|^\W*(?:why|what|how|when|where|who|which|whats|what's|does|did|do you|do i|is it|is there"
     r"|are you|are there"
     # "is the bank going to charge that from now on": an auxiliary, then not "you" (a request)
     r"|(?:is|are|was|were|will|does|did|has|have|am)\s+(?!you\b|u\b|ya\b|not\b)\w+)\b",
@@ -47,7 +52,12 @@ _MY_HABIT = re.compile(
 
 
 def habit(clause: str) -> bool:
-    return bool(HABIT.search(clause) or _MY_HABIT.search(clause))
+    """Whether ``clause`` tells a habit or a story ("you always do this", "I never read
+    past line one"); "can you always keep it short" asks for one."""
+    asked = re.search(
+        r"\b(?:can|could|would|will|please) (?:you|u) (?:always|never)\b", clause, re.I
+    )
+    return bool((HABIT.search(clause) and not asked) or _MY_HABIT.search(clause))
 
 
 # "I'm in Manchester all this week for a course", "on holiday until Friday": a stay, not a fact
@@ -101,8 +111,38 @@ def not_a_request(clause: str) -> bool:
 _TAG = re.compile(r"[,\s]+(?:ok|okay|pls|please|yeah|alright|right|k|thx|thanks)\s*\?+\s*$", re.I)
 
 
+# "can you ALWAYS start with a summary?": a request said to last, asked politely
+_POLITE = re.compile(
+    r"(?:^|[,;]\s*)\W*(?:(?:ok|okay|so|and|but|hey|also|pls|please)\W+)*"
+    r"(?:can|could|would|will) (?:you|u|ya)\b(?: please| pls| just)?"
+    r"(?!\s+(?:tell|explain|remind|remember|say|help|check|confirm|recommend|suggest)\b)",
+    re.I,
+)
+
+
+# "I understood everything", "ye remembered ma name", "good to know": a reaction to the answer
+_VERDICT = re.compile(
+    r"^\W*(?:(?:but|and|so|lol|ok|okay|oh|haha|wow)\W+)*(?:(?:i|you|ye|u|ya|we)\s+(?:\w+ )?"
+    rf"(?:\w+[^e\s]ed|{'|'.join(sorted(PAST))})\b"
+    r"|(?:good|nice|great|cool|interesting|useful|handy) to (?:know|hear|see)\b"
+    # "your answer was long", "that was too much": what this answer was
+    r"|(?:your|the|that|this) (?:answer|reply|response|explanation|list|one) (?:was|is)\b"
+    r"|(?:that|this|it) was\b)",
+    re.I,
+)
+
+
+def a_verdict(clause: str) -> bool:
+    """Whether ``clause`` only reacts to the answer ("I understood everything", "good to
+    know"): it asks nothing of future answers."""
+    return bool(_VERDICT.search(clause))
+
+
 def asks(clause: str) -> bool:
-    """Whether ``clause`` is a question ("talk to me like a friend ok?" is not)."""
+    """Whether ``clause`` is a question ("talk to me like a friend ok?" is not, nor "can you
+    always keep it under 50 words?")."""
+    if _POLITE.search(clause) and STRONG.search(clause) and not QUESTION.search(clause):
+        return False
     return _TAG.sub("", clause).rstrip().endswith("?") or bool(QUESTION.search(clause))
 
 

@@ -44,11 +44,17 @@ def _within(shape: Shape, text: str) -> bool:
 def broken(shape: Shape, text: str, finished: bool = True) -> list[str]:
     """What of ``shape`` the answer ``text`` does not keep (empty: it keeps all of it):
     "opening" (the name nowhere in it), "limit", "closing", "summary" (no last line with its
-    label), "content" (too few words of its own), or an avoided kind or phrase it holds.
+    label), "signoff" (not its last words), "content" (too few words of its own), or an
+    avoided kind or phrase it holds.
     ``finished``: the answer ended on its own."""
     out: list[str] = []
     prose = _CODE.sub(" ", text)
     own = prose.rstrip()
+    if shape.signoff:
+        if own.lower().endswith(shape.signoff.rstrip().lower()):
+            own = own[: -len(shape.signoff.rstrip())].rstrip()  # not the answer's own words
+        else:
+            out.append("signoff")
     asked = _QUESTION.search(own)
     if shape.closing:
         if asked:

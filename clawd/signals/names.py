@@ -52,6 +52,12 @@ _NOT_THAT = re.compile(
     r"|\b(?:[Ii] prefer|[Ii]t'?s|[Ii]ts) ((?:Mr|Mrs|Ms|Miss|Dr|Prof)\.? [A-Z][a-z][\w'-]*)"
 )
 
+# a title said with the name ("address me as barrister okafor", "Dr. Lund")
+_TITLE = (
+    r"(?:(?:mr|mrs|ms|miss|dr|prof|professor|doctor|barrister|judge|captain|capt|coach|pastor"
+    r"|reverend|rev|father|sister|brother|auntie|aunty|uncle|chef|chief|sir|dame|lady|lord"
+    r"|nurse|officer|sergeant|sgt|madam|madame|señor|señora|herr|frau)\.?\s+)?"
+)
 NAME = re.compile(
     r"\b(?:call me|address me as|refer to me as|my name(?:'s| is)|i go by|you can call me"
     # "use my name, Priya, when you reply"
@@ -61,7 +67,7 @@ NAME = re.compile(
     r" (?:call(?:ed|ing)? me|be(?:ing)? called|be(?:ing)? addressed as)"
     r"|just call me|name'?s|i am called|i'?m called|(?:people|everyone|everybody|friends"
     r"|they|most people|folks)(?: \w+){0,2}? (?:usually |just |all )?calls? me)\s+"
-    r"((?:(?:mr|mrs|ms|miss|dr|prof)\.?\s+)?[A-Za-z][\w'-]{1,30}(?-i:\s+[A-Z][a-z][\w'-]*)?)",
+    rf"({_TITLE}[A-Za-z][\w'-]{{1,30}}(?-i:\s+[A-Z][a-z][\w'-]*)?)",
     re.IGNORECASE,
 )
 _IM_NAME = re.compile(
@@ -76,7 +82,7 @@ _IM_NAME_LOWER = re.compile(
 # can call me Linh": Linh)
 CALL_ME = re.compile(
     r"\b(?:call me|address me as|refer to me as|i go by|calls? me)\s+"
-    r"((?:(?:mr|mrs|ms|miss|dr|prof)\.?\s+)?[A-Za-z][\w'-]{1,30}(?-i:\s+[A-Z][a-z][\w'-]*)?)",
+    rf"({_TITLE}[A-Za-z][\w'-]{{1,30}}(?-i:\s+[A-Z][a-z][\w'-]*)?)",
     re.IGNORECASE,
 )
 
@@ -86,6 +92,13 @@ _SAY = re.compile(
     r"\b(?:my |all my |all |)(?:friends|mates|everyone|everybody|people|colleagues|family)"
     r"(?: \w+){0,2}? (?:all |just |usually )?(?:say|says|call me|use) ((?-i:[A-Z])[\w'-]{1,30})"
     r"\s*(?:[.,!;]|$)",
+    re.I,
+)
+# "please use Dr. Lund when you speak to me", "say Kit whenever you reply to me"
+_USE = re.compile(
+    r"\b(?:use|say|write) ((?:(?:Mr|Mrs|Ms|Miss|Dr|Prof)\.? )?(?-i:[A-Z])[\w'-]{1,30})"
+    r" (?:when|whenever|each time|every time|if) (?:you )?(?:(?:speak|talk|write|reply|respond)"
+    r"\w* (?:to|with) me|(?:address|greet)\w* me)\b",
     re.I,
 )
 # "surname is Wiśniewska, not Wisniewski": what letters written for the user must spell
@@ -106,8 +119,11 @@ def _called(pattern: re.Pattern[str], clause: str) -> str | None:
     """The first name a "call me"-like ``pattern`` gives in ``clause`` that is a name and is
     not said as what the user is not called."""
     for m in pattern.finditer(clause):
-        if m.group(1).lower() not in _NOT_CALLED and not _NOT_SO.search(clause[: m.start()]):
-            return m.group(1)[:1].upper() + m.group(1)[1:]
+        name = m.group(1)
+        if name.lower() not in _NOT_CALLED and not _NOT_SO.search(clause[: m.start()]):
+            # "barrister okafor" -> "Barrister Okafor"; "McKenzie" as written
+            words = name.split() if name.islower() else [name]
+            return " ".join(w[:1].upper() + w[1:] for w in words)
     return None
 
 
@@ -117,10 +133,18 @@ def name_in(clause: str) -> str | None:
     said = m and next(g for g in m.groups() if g)
     if said and said.lower() not in _NOT_NAMES:
         return said[:1].upper() + said[1:]
-    name = _called(CALL_ME, clause) or _called(NAME, clause) or _called(_SAY, clause)
+    name = (
+        _called(CALL_ME, clause)
+        or _called(NAME, clause)
+        or _called(_SAY, clause)
+        or _called(_USE, clause)
+    )
     if name:
         return name
     m = _IM_NAME.search(clause)
+    # "We live in Freiburg im Breisgau": "im" after a place's name is no "I'm"
+    if m and re.search(r"\b[A-Z][\w'-]+\s+im\s+$", clause[: m.start(1)]):
+        m = None
     if m:
         name, rest = m.group(1), m.group(2).strip(" .,!")
         by_the_way = re.match(

@@ -62,9 +62,13 @@ LASTING = re.compile(
 # Markers that say outright that a request lasts, whatever else the sentence corrects.
 STRONG = re.compile(
     r"\b(from now on|always|in (the )?future|going forward|every time|each time|by default"
+    r"|for (?:the )?future|for next time|in perpetuity"
     r"|remember|from here on|in general|for all|in every|all (of )?your|permanently|for good"
     r"|forever|henceforth|ever again|standing (?:rule|order|instruction)|unless i (?:say|ask)"
     r"|every (?:single )?(?:answer|reply|response|message|msg)|each (?:answer|reply|response)"
+    # "no lists in any answer", "drop them in everything you write to me"
+    r"|in (?:any|all) (?:of )?(?:your |my )?(?:answers?|replies|reply|responses?|messages?)"
+    r"|in (?:everything|anything) you (?:write|say|send)"
     r"|not just (?:this|that|here)\b(?: one| time| answer| reply)?|(?:not|nor) anywhere"
     # "Numbered steps. That's how I like everything.", "Use a table. Default for me."
     r"|(?:that'?s|thats|this is|it'?s) (?:how|the way) i (?:like|want|prefer)"
@@ -224,15 +228,18 @@ def sentences(reply: str) -> list[list[str]]:
     out: list[list[str]] = []
     reply = _TAG_QUESTION.sub(".", reply)
     protected = re.sub(r"\b(Mr|Mrs|Ms|Dr|Prof|St|e\.g|i\.e|vs)\.", r"\1<dot>", reply, flags=re.I)
-    protected = re.sub(r"\btl;\s?dr\b", "tldr", protected, flags=re.I)
+    protected = re.sub(r"\b(tl);\s?(dr)\b", r"\1<semi>\2", protected, flags=re.I)
     # a sentence ends at its punctuation, a line break, or an emoji ("so loud 😭 chill w those")
     ends = r"(?<=[.!?])\s+|\n+|(?<=[a-z])\.(?=[A-Z])|\s*[\U0001F300-\U0001FAFF]+\s+"
     for sentence in re.split(ends, protected):
         sentence = sentence.replace("<dot>", ".")
         pieces = re.split(
-            r";\s*|,?\s+\band also\b\s+|,\s*and\s+|,?\s+\bbut\b\s+|\s+-+\s+", sentence
+            r";\s*|,?\s+\band also\b\s+|,\s*and\s+|,?\s+\bbut\b\s+|\s+-+\s+"
+            # "I'm always between classes, can you always ...": a request of its own
+            r"|,\s*(?=(?:so |and )?(?:can|could|would|will) (?:you|u)\b)",
+            sentence,
         )
-        kept = [p.strip() for p in pieces if p and p.strip(" .!?,")]
+        kept = [p.strip().replace("<semi>", ";") for p in pieces if p and p.strip(" .!?,")]
         if kept:
             out.append(kept)
     return out
@@ -244,6 +251,13 @@ def clauses(reply: str) -> list[str]:
 
 
 def kind_of(clause: str) -> str:
+    """What ``clause`` is about: "name", "length", "language", "tone", "format", ... or
+    "other"; words in quotes ("start with 'Short answer:'") are the answer's, not the kind's."""
+    if re.search(
+        r"\b(?:start|begin|open|end|finish|close|sign)\w*\b[^.]{0,30}[\"'“‘]\w", clause, re.I
+    ):
+        return "format"  # words every answer starts or ends with
+    clause = re.sub(r"(?:(?<=\s)|^)[\"'“‘][^\"“”‘’]{1,40}?[\"'”’](?!\w)", " ", clause)
     for kind, pattern in _KIND_WORDS:
         if pattern.search(clause):
             return kind

@@ -31,11 +31,20 @@ _TAIL = re.compile(
     r"|remember (?:that|this|it)|bear (?:that|this|it) in mind|note that"
     r"|take (?:that|this|it) into account)|from now on|going forward|moving forward"
     r"|in (?:the )?future|from here on"
-    r"(?: out)?|for future (?:answers|replies|reference)|every time|each time|please|pls|plz|"
+    r"(?: out)?|for future (?:answers|replies|reference)|(?:each and )?every (?:single )?time"
+    r"|each time|please|pls|plz|"
     r"thanks|thank you|ok|okay|in general|by default|as a rule|if you can|if possible|"
     r"from today|for the future|as well|too|all the time|thx|ty|going on|ever|from now|btw|"
     r"by the way|thanks in advance|remember (?:it|this|that))\b[\s,.!?]*$",
     re.IGNORECASE,
+)
+
+
+# past tenses that do not end in "-ed" ("I told you", "I said", "I spent years at sea")
+PAST = set(
+    "told said spent understood thought knew got made went came saw gave took wrote meant found"
+    " felt kept left lost heard built bought taught brought sent grew began forgot became ran sat"
+    " stood had did was were".split()
 )
 
 
@@ -69,6 +78,8 @@ def _third_person(text: str) -> str:
         }
         if v.lower() in irregular:
             return f"the user {adverb}{irregular[v.lower()]}"
+        if re.search(r"[^e]ed$", v.lower()) or v.lower() in PAST:
+            return f"the user {adverb}{v}"  # "I asked before": a past tense stays
         if v.lower().endswith(("s", "sh", "ch", "x", "z", "o")):
             return f"the user {adverb}{v}es"
         if re.search(r"[^aeiou]y$", v):
@@ -120,6 +131,9 @@ def tidy(clause: str) -> str:
     """The clause as an instruction: lead-ins, markers and politeness out, first person turned
     into "the user", a capital first letter and a full stop."""
     t = clause.strip(" \t\"'`*_-")
+    quoted = [m.end() for m in _QUOTED.finditer(clause.rstrip())]
+    if quoted and quoted[-1] == len(clause.rstrip()):  # "end with 'Fair winds.'": kept whole
+        t = clause.strip().lstrip("\"'`*_-")
     t = re.sub(r"\s+", " ", t)
     for _ in range(3):
         t = _LEAD.sub("", t).strip()
@@ -141,69 +155,15 @@ def tidy(clause: str) -> str:
 def contentful(text: str) -> bool:
     """Whether a memory says something on its own (not "Do that." or "Never again.")."""
     words = re.findall(r"[a-z]+", text.lower())
-    vague = {
-        "do",
-        "you",
-        "that",
-        "this",
-        "it",
-        "again",
-        "not",
-        "never",
-        "always",
-        "the",
-        "user",
-        "please",
-        "so",
-        "like",
-        "ever",
-        "keep",
-        "stuff",
-        "thing",
-        "things",
-        "is",
-        "don",
-        "doesn",
-        "anymore",
-        "more",
-        "any",
-        "stop",
-        "rule",
-        "that's",
-        "thats",
-        "how",
-        "way",
-        "want",
-        "said",
-        "just",
-        "time",
-        "each",
-        "every",
-        "would",
-        "could",
-        "only",
-        "once",
-        "now",
-        "from",
-        "here",
-        "anywhere",
-        "everywhere",
-        "standing",
-        "reply",
-        "replies",
-        "answer",
-        "answers",
-        "one",
-        "single",
-        "default",
-        "for",
-        "saves",
-        "likes",
-        "everything",
-        "prefer",
-        "prefers",
-        "wants",
-    }
+    # words that say nothing on their own ("Generally, I mean, not just this one.")
+    vague = set(
+        "again always answer answers any anymore anywhere could default do doesn don each ever"
+        " every everything everywhere for from generally here how is it just keep like likes"
+        " maybe mean means mind more never not now once one only perhaps please prefer prefers"
+        " replies reply rule said saves single so standing stop stuff that that's thats the"
+        " thing things this time tops user want wants way when would you future next worth knowing"
+        " suppose supposes".split()
+    )
     return any(w not in vague and len(w) > 2 for w in words)
 
 

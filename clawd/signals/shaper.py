@@ -4,7 +4,7 @@
 limit, a closing question or summary line, what to avoid); a ``Shaper`` applies it while the
 answer is decoded (``clawd.serving.engine``, ``clawd.training.greedy``) and when an answer is
 checked afterwards (``clawd.signals.kept``): it counts sentences, lines, paragraphs or words,
-ignoring code blocks, and says when to end, cut, or force the closing words.
+ignoring code blocks, and says when to end, cut, or force the closing words or the sign-off.
 
 Run alone to see where a shape would end a text::
 
@@ -32,7 +32,7 @@ class Shaper:
     ``push(piece)`` takes each sampled piece of content and answers "go on", "end" (a limit
     reached at a sentence end, or the closing question asked) or "cut" (a word limit reached
     mid-sentence); ``forced(text)`` adds words that were not sampled; ``closing()`` says
-    whether the closing question is to be forced now."""
+    whether the closing question is to be forced now, ``signing()`` whether the sign-off."""
 
     def __init__(self, shape: Shape) -> None:
         self.shape = shape
@@ -40,6 +40,7 @@ class Shaper:
         self.ends = 0  # sentences (lines count) or paragraphs ended so far
         self.closing_started = False
         self.closing_pieces = 0
+        self.signed = False
 
     def forced(self, text: str) -> None:
         self.text += text
@@ -78,9 +79,12 @@ class Shaper:
                 self.ends += 1
             return "end" if self.ends >= shape.limit else "go on"
         self.ends += ended
+        signoff = shape.signoff or ""
         if shape.unit == "sentences":
-            return "end" if ended and self.ends >= shape.limit else "go on"
-        room = shape.limit - (CLOSING_WORDS if shape.closes else 0)
+            # the sign-off's sentence counts too ("Four sentences" and "... 'Fair winds.'")
+            room = max(1, shape.limit - bool(_is_end(signoff.rstrip())))
+            return "end" if ended and self.ends >= room else "go on"
+        room = shape.limit - (CLOSING_WORDS if shape.closes else 0) - len(signoff.split())
         words = len(self.text.split())
         if ended and words + words / self.ends > room:
             return "end"  # one more sentence of the mean length would pass the limit
@@ -122,6 +126,15 @@ class Shaper:
             return False
         self.closing_started = True
         return True
+
+    def signing(self) -> bool:
+        """Whether to add the sign-off now, at the answer's end: once, outside code, unless
+        the answer ends with it already."""
+        signoff = self.shape.signoff
+        if not signoff or self.signed or self._in_code():
+            return False
+        self.signed = True
+        return not self.text.rstrip().lower().endswith(signoff.rstrip().lower())
 
 
 def _is_end(text: str) -> bool:

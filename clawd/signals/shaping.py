@@ -142,7 +142,7 @@ AVOIDABLE = {
     "newlines": r"line ?breaks?|linebreaks?|new ?lines?|paragraph breaks?|blank lines?",
 }
 _NO = (
-    r"\b(?:no|not|don'?t|do not|never|without|avoid|avoids|skip|drop|ditch|hates?|dislikes?"
+    r"\b(?:no|nae|not|don'?t|do not|never|without|avoid|avoids|skip|drop|ditch|hates?|dislikes?"
     r"|can'?t stand|cannot stand|instead of|rather than|nor|zero|less|fewer|over|free of|stop"
     r"|quit|enough"
     r"|lose|cut|ease up on|tone down|leave out|omit|strip|get rid of|remove|lay off|go easy on"
@@ -151,7 +151,7 @@ _NO = (
 _AVOID = {
     # "no lists", "don't ever use bullet points"; not "no more than 5 bullet points"
     kind: re.compile(
-        rf"{_NO}(?!\s+more than)(?:\s+[\w'’-]+){{0,4}}?\s+(?:{words})\b"
+        rf"{_NO}(?!\s+more than)(?:\s+[\w'’-]+){{0,6}}?\s+(?:{words})\b"
         # "left the emojis out": the thing between the verb and "out"
         rf"|\b(?:leave|left|leaving|keep|kept) (?:the |all the |those |these |any )?(?:{words})"
         r" out\b",
@@ -197,6 +197,7 @@ class Shape:
     closing: bool = False
     avoid: tuple[str, ...] = ()  # AVOIDABLE's kinds and quoted phrases, sorted
     summary: str | None = None  # the label of a closing summary line ("TL;DR:")
+    signoff: str | None = None  # words every answer ends with ("Fair winds.")
 
     @property
     def closes(self) -> bool:
@@ -210,8 +211,14 @@ class Shape:
         words = CLOSING if self.closing else f"\n\n{self.summary}"
         return " " + words.lstrip("\n") if "newlines" in self.avoid else words
 
+    @property
+    def signoff_words(self) -> str:
+        """The sign-off as decoding adds it: on a line of its own, or after a space when the
+        answer is to have no line breaks."""
+        return f" {self.signoff}" if "newlines" in self.avoid else f"\n\n{self.signoff}"
+
     def __bool__(self) -> bool:
-        return bool(self.opening or self.limit or self.closes or self.avoid)
+        return bool(self.opening or self.limit or self.closes or self.avoid or self.signoff)
 
     def describe(self) -> dict[str, object]:
         """The shape as the response's ``clawd.shaped`` field shows it."""
@@ -225,6 +232,8 @@ class Shape:
             out["closing_question"] = True
         if self.summary:
             out["closing_summary"] = self.summary
+        if self.signoff:
+            out["sign_off"] = self.signoff
         if self.avoid:
             out["avoid"] = list(self.avoid)
         return out
@@ -241,8 +250,20 @@ def _unit(word: str) -> str:
     return {"word": "words", "paragraph": "paragraphs"}.get(word, "sentences")
 
 
+# a phrase in quotes: "start with 'Short answer:'", "end with "Fair winds."" (an apostrophe
+# inside a word, "that's", opens none)
+_QUOTED = re.compile(r"(?:(?<=[\s(:,])|^)[\"'“‘]([^\"“”‘’\n]{1,40}?)[\"'”’](?!\w)")
+
+
 def limit_of(text: str) -> tuple[int, str] | None:
     """The length limit a memory states, as (number, unit), or None."""
+    found = _limit(text)
+    return found[:2] if found else None
+
+
+def _limit(text: str) -> tuple[int, str, bool] | None:
+    """``limit_of``, and whether the limit is only vague ("keep it short")."""
+    text = _QUOTED.sub(" ", text)  # "the 'Short answer:' opener" states no length
     text = _COMPOUND.sub(
         lambda m: str(_NUMBERS[m.group(1).lower()] + _UNITS.index(m.group(2).lower()) + 1), text
     )
@@ -256,13 +277,13 @@ def limit_of(text: str) -> tuple[int, str] | None:
         numbers = [n for n in map(_number, (g[0], g[1], g[3], g[5], g[6])) if n]
         unit = g[2] or g[4] or g[7]
         if numbers and unit:
-            return max(numbers), _unit(unit)
+            return max(numbers), _unit(unit), False
     one = _ONE_LINE.search(text)
     if one and not _NEGATED.search(text[: one.start()]) and not _a_part(text, *one.span()):
-        return 1, "sentences"  # "tl;dr" is a one-line summary
+        return 1, "sentences", False  # "tl;dr" is a one-line summary
     vague = _VAGUE.search(text)
     if vague and not _NEGATED.search(text[: vague.start()]):
-        return VAGUE_SENTENCES, "sentences"
+        return VAGUE_SENTENCES, "sentences", True
     return None
 
 
@@ -281,7 +302,17 @@ def avoids_of(text: str) -> set[str]:
         out.add("lists")  # "no formatting": no lists either
     for m in _SAYING.finditer(text):
         out.add(f'"{(m.group(1) or m.group(2)).strip()}"')  # a phrase, in quotes
+        # "'easy' or 'simple'", "'sure', 'certainly' and 'absolutely'": the ones listed with it
+        end = m.end()
+        while more := _ALSO_SAID.match(text, end):
+            out.add(f'"{more.group(1).strip()}"')
+            end = more.end()
     return out
+
+
+_ALSO_SAID = re.compile(
+    r"\s*(?:,|,? or|,? and|,? nor)\s+[\"'“‘]([^\"”’]{2,40}?)[!?.,]?[\"'”’](?!\w)"
+)
 
 
 def name_of(text: str) -> str | None:
@@ -306,32 +337,86 @@ _LABELS = {"summary": "Summary:", "recap": "Recap:", "bottom line": "Bottom line
 def summary_of(text: str) -> str | None:
     """The label of the closing summary line a memory asks for ("TL;DR:"), or None; a label
     the memory quotes ("'tldr:'") as quoted."""
-    m = _SUMMARY.search(text)
-    if not m or _NEGATED.search(text[: m.start()]):
+    # "No tl;dr at the bottom again. End each reply with a 'TL;DR:' line": the asking one
+    m = next((m for m in _SUMMARY.finditer(text) if not _NEGATED.search(text[: m.start()])), None)
+    if not m:
         return None
     quoted = re.search(r"[\"'‘“]([^\"'’”\n]{2,20}:)[\"'’”]", text)
     if quoted:
-        return quoted.group(1)
+        label = quoted.group(1)
+        return "TL;DR:" if re.fullmatch(r"tl;? ?dr:", label, re.I) else label
     word = (m.group(1) or m.group(2)).lower()
     return _LABELS.get(word, "TL;DR:")
+
+
+# "always start with 'Short answer:'", "the 'Short answer:' opener"; "finish with 'Fair winds.'",
+# "'Cheers, G' as the sign-off"
+_STARTS = re.compile(
+    r"\b(?:start|starts|starting|begin|begins|beginning|open|opens|opening|lead)\b[^.?!\"“‘]{0,40}?"
+    r"\bwith\s+$|\b(?:at the (?:very )?(?:start|beginning|top) of)\b[^.?!]{0,30}$",
+    re.I,
+)
+_OPENER = re.compile(
+    r"^\s*(?:opener|opening|intro|prefix|first line|at the (?:very )?(?:start|top))\b", re.I
+)
+_ENDS = re.compile(
+    r"\b(?:end|ends|ending|finish|finishes|finishing|close|closes|closing|sign|signs|signing"
+    r"|wrap)\w*\b[^.?!\"“‘]{0,40}?\s+$",
+    re.I,
+)
+_SIGNOFF = re.compile(
+    r"^\s*(?:sign[- ]?off|closer|closing line|as the (?:very )?last (?:words?|line)"
+    r"|at the (?:very )?(?:end|bottom))\b",
+    re.I,
+)
+
+
+def phrases_of(text: str) -> tuple[str | None, str | None]:
+    """The words a memory says every answer starts with and ends with (each quoted in it), as
+    (opening, sign-off); a summary label ("TL;DR:") and a phrase to avoid are neither."""
+    opening = signoff = None
+    for m in _QUOTED.finditer(text):
+        phrase, before, after = m.group(1).strip(), text[: m.start()], text[m.end() :]
+        if (
+            not re.search(r"\w", phrase)
+            or _NEGATED.search(before)
+            or re.search(_NO + r"[^.]{0,30}$", before, re.I)
+        ):
+            continue
+        if _STARTS.search(before) or _OPENER.search(after):
+            opening = opening or phrase
+        elif (_ENDS.search(before) or _SIGNOFF.search(after)) and not phrase.endswith(":"):
+            if not _SUMMARY.search(phrase) and not phrase.rstrip().endswith("?"):
+                signoff = signoff or phrase
+    return opening, signoff
 
 
 def shape_of(texts: list[str], first_answer: bool) -> Shape:
     """The shape the memories ``texts`` ask of an answer; the opening only on the
     ``first_answer`` of a conversation. Of two limits in one unit the tighter holds; of two
     units, the first memory's (the most recently confirmed)."""
-    opening, limit, unit, closing, avoid, summary = None, None, None, False, set(), None
+    name, phrase, signoff = None, None, None
+    limit, unit, vague, closing, avoid, summary = None, None, True, False, set(), None
     for text in texts:
         summary = summary or summary_of(text)
         avoid |= avoids_of(text)
-        name = name_of(text)
-        if name and opening is None and first_answer:
-            opening = f"{name},"
-        found = limit_of(text)
-        if found and (unit is None or (found[1] == unit and found[0] < (limit or 0))):
-            limit, unit = found
+        name = name or name_of(text)
+        starts, ends = phrases_of(text)
+        phrase, signoff = phrase or starts, signoff or ends
+        found = _limit(text)
+        # a number said ("four sentences") holds over a vague "keep it brief"
+        if found and (
+            unit is None
+            or (vague and not found[2])
+            or (found[1] == unit and found[0] < (limit or 0) and found[2] <= vague)
+        ):
+            limit, unit, vague = found
         closing = closing or bool(_ASKS_BACK.search(text))
-    return Shape(opening, limit, unit, closing, tuple(sorted(avoid)), summary)
+    # the name opens a conversation's first answer only; a phrase opens every answer
+    opening = (
+        " ".join(w for w in (phrase, f"{name}," if name and first_answer else None) if w) or None
+    )
+    return Shape(opening, limit, unit, closing, tuple(sorted(avoid)), summary, signoff)
 
 
 if __name__ == "__main__":

@@ -86,7 +86,8 @@ def shaped_decode(
     a token ends a turn, ``end`` is the one to end it with. The opening comes instead of the
     first token of content
     (after a thinking model's ``<think>`` block, which the shape leaves alone), a closing
-    question ("Would you like") comes instead of an end without one, and an answer the shape
+    question ("Would you like") comes instead of an end without one, a sign-off before the end,
+    and an answer the shape
     ends gets ``end``. Returns the answer's tokens (at most ``max_tokens``) and, for each,
     1.0 where decoding forced it (the opening, the closing words, the end the shape set) and
     0.0 where the model chose it."""
@@ -123,6 +124,8 @@ def shaped_decode(
         if is_end(token):
             if shaper.closing() and force(shape.closing_words):
                 continue  # the end comes after the question
+            if shaper.signing():
+                force(shape.signoff_words)  # the answer's last words
             take([token])
             break
         piece = piece_of(token)
@@ -140,6 +143,8 @@ def shaped_decode(
             continue
         if verdict == "end" and shaper.question_open():
             force("?")  # a closing question out of room still asks
+        if verdict in ("end", "cut") and shaper.signing():
+            force(shape.signoff_words)
         if verdict == "end" and len(out) < max_tokens:
             take([end], 1.0)  # the shape said "stop here"
         if verdict in ("end", "cut"):
