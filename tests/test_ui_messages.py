@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from clawd.signals.shaping import shape_of
 from clawd.ui.app import ClawdApp
 from clawd.ui.client import Client
-from clawd.ui.messages import Composer, MessageView, to_markdown
+from clawd.ui.messages import Composer, MessageView, shaped_text, to_markdown
 from tests import uifixture
 
 
@@ -35,3 +36,11 @@ def test_enter_sends_and_ctrl_j_or_shift_enter_adds_a_line(tmp_path: Path) -> No
             assert app.query_one(Composer).text == ""
 
     asyncio.run(main())
+
+
+def test_the_shape_line_says_what_decoding_kept() -> None:
+    memories = ["Start with 'Short answer:'.", "Four sentences max.", "Sign off with 'Fair winds.'"]
+    line = shaped_text(shape_of(memories, first_answer=False).describe())
+    assert line == 'opened with "Short answer:", at most 4 sentences, signed off "Fair winds."'
+    summary = shaped_text(shape_of(["End with a one-line TL;DR."], True).describe())
+    assert summary == 'a closing "TL;DR:" line'

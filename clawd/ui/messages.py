@@ -183,7 +183,8 @@ def memory_title(used: list[int], left_out: list[int]) -> str:
 
 
 def shaped_text(shaped: dict[str, Any]) -> str:
-    """'opened with "Ana,", at most 1 sentence, a closing question, no emoji or lists'."""
+    """'opened with "Ana,", at most 1 sentence, a closing question, signed off "Fair winds.",
+    no emoji or lists'."""
     parts = []
     if shaped.get("opening"):
         parts.append(f'opened with "{shaped["opening"]}"')
@@ -191,6 +192,10 @@ def shaped_text(shaped: dict[str, Any]) -> str:
         parts.append(f"at most {shaped['limit']}")
     if shaped.get("closing_question"):
         parts.append("a closing question")
+    if shaped.get("closing_summary"):
+        parts.append(f'a closing "{shaped["closing_summary"]}" line')
+    if shaped.get("sign_off"):
+        parts.append(f'signed off "{shaped["sign_off"]}"')
     if shaped.get("avoid"):
         said = {"newlines": "line breaks", "exclamations": "exclamation marks"}
         parts.append("no " + " or ".join(said.get(a, a) for a in shaped["avoid"]))
