@@ -362,6 +362,9 @@ def test_polite_requests_titles_and_markers_of_any_answer(reply: str, kind: str,
         "lol ye remembered ma name",
         "ok so what happens if they dont respond within the seven days",
         "We live in Freiburg im Breisgau.",  # "im" after a place is no "I'm <name>"
+        "Okay, good answer. Don't let it go to your head.",
+        "That works for me.",
+        "ok good",
     ],
 )
 def test_a_reaction_a_question_after_a_filler_or_a_place_makes_no_memory_or_name(

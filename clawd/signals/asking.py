@@ -121,21 +121,29 @@ _POLITE = re.compile(
 
 
 # "I understood everything", "ye remembered ma name", "good to know": a reaction to the answer
+_LEAD_IN = r"^\W*(?:(?:but|and|so|lol|ok|okay|oh|haha|wow|alright|right)\W+)*"
+# "I understood everything", "ye remembered ma name": what happened, told in the past
+_PAST_SAID = re.compile(
+    _LEAD_IN + r"(?:i|you|ye|u|ya|we)\s+(?:\w+ )?" + rf"(?:\w+[^e\s]ed|{'|'.join(sorted(PAST))})\b",
+    re.I,
+)
+# "good to know", "good answer", "your answer was long", "that works for me", "ok good"
 _VERDICT = re.compile(
-    r"^\W*(?:(?:but|and|so|lol|ok|okay|oh|haha|wow)\W+)*(?:(?:i|you|ye|u|ya|we)\s+(?:\w+ )?"
-    rf"(?:\w+[^e\s]ed|{'|'.join(sorted(PAST))})\b"
-    r"|(?:good|nice|great|cool|interesting|useful|handy) to (?:know|hear|see)\b"
-    # "your answer was long", "that was too much": what this answer was
+    _LEAD_IN + r"(?:(?:good|nice|great|cool|interesting|useful|handy) to (?:know|hear|see)\b"
+    r"|(?:(?:very|really|a) )?(?:good|great|nice|perfect|excellent|solid|fine|decent|helpful)"
+    r" (?:answer|reply|response|job|one|stuff|work|explanation)\b"
     r"|(?:your|the|that|this) (?:answer|reply|response|explanation|list|one) (?:was|is)\b"
-    r"|(?:that|this|it) was\b)",
+    r"|(?:that|this|it) was\b|(?:that|this|it) works(?: for (?:me|us))?\W*$"
+    r"|(?:good|great|nice|perfect|cool|fine|thanks|awesome|lovely|brilliant)\W*$)",
     re.I,
 )
 
 
-def a_verdict(clause: str) -> bool:
-    """Whether ``clause`` only reacts to the answer ("I understood everything", "good to
-    know"): it asks nothing of future answers."""
-    return bool(_VERDICT.search(clause))
+def a_verdict(clause: str, past: bool = True) -> bool:
+    """Whether ``clause`` only reacts to the answer ("good to know", "that works for me") or,
+    with ``past``, tells what happened ("I understood everything"): it asks nothing of future
+    answers."""
+    return bool(_VERDICT.search(clause) or (past and _PAST_SAID.search(clause)))
 
 
 def asks(clause: str) -> bool:

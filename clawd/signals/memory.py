@@ -230,7 +230,7 @@ def _by_rules(reply: str) -> list[Captured]:
             continue
         if QUESTION.search(clause) or (asks(clause) and not LASTING.search(clause)):
             continue  # a question is not a standing statement ("why is every answer so long")
-        if not_a_request(clause):
+        if not_a_request(clause) or (a_verdict(clause, past=False) and not STRONG.search(clause)):
             continue
         is_fact = (
             (

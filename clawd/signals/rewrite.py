@@ -162,7 +162,7 @@ def contentful(text: str) -> bool:
         " maybe mean means mind more never not now once one only perhaps please prefer prefers"
         " replies reply rule said saves single so standing stop stuff that that's thats the"
         " thing things this time tops user want wants way when would you future next worth knowing"
-        " suppose supposes".split()
+        " suppose supposes excuse pardon sorry hey hello listen".split()
     )
     return any(w not in vague and len(w) > 2 for w in words)
 
