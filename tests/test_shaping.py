@@ -145,6 +145,10 @@ def test_a_number_said_holds_over_vague_brevity_and_the_asking_summary_counts() 
     assert shape_of(["Keep it short.", "Or shorter."], first_answer=True).limit == 1
     said = "No TL;DR at the bottom again. End each reply with a 'tldr:' line summing it up."
     assert summary_of(said) == "TL;DR:"
+    # a summary asked for at the top opens the answer with its label, and limits nothing
+    top = shape_of(["Put a TL;DR at the top of every answer."], first_answer=False)
+    assert top.opening == "TL;DR:" and top.limit is None and not top.avoid
+    assert shape_of(["Bottom line up front, always."], True).opening == "Bottom line:"
     # a phrase opens every answer, the name only a conversation's first
     both = ["Always start with 'Short answer:'.", "Address the user as Kojo."]
     assert shape_of(both, first_answer=True).opening == "Short answer: Kojo,"

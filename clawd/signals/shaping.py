@@ -7,6 +7,12 @@ for the model are kept there too, from the memories in the answer's context:
 
 - a **name** ("Address the user as Ana."): the first answer of a conversation opens with
   "Ana," and the model goes on from there;
+- **opening words** the memory quotes ("Always start with 'Short answer:'.") or a summary asked
+  for at the top ("a TL;DR at the top", "bottom line up front": its label): every answer opens
+  with them;
+- a **sign-off** the memory quotes ("Finish every reply with 'Fair winds.'"): every answer
+  ends with it on a line of its own, added once when the answer ends (a length limit keeps
+  room for it);
 - a **length** ("Keep answers to one line.", "50 words max", "three sentences at most",
   "The user prefers short answers."): the answer ends at the end of a sentence once the limit
   is reached. A sentence, line or paragraph limit counts them; a word limit ends at a sentence
@@ -27,8 +33,8 @@ for the model are kept there too, from the memories in the answer's context:
   (``clawd.signals.avoid``), so the model writes on without them. "One paragraph" and "one
   line" ask for no line breaks too, and a closing question then follows on the same line.
 
-Everything else (a language, a tone, a fact) stays the system message's. The opening and the
-closing words are the only words not sampled; they are recorded as part of the answer, so
+Everything else (a language, a tone, a fact) stays the system message's. The opening, the
+closing words and the sign-off are the only words not sampled; they are recorded as part of the answer, so
 training teaches the weights to write them (which is what consolidation wants).
 
 Run alone to see what a set of memories would enforce::
@@ -122,7 +128,14 @@ _PART_NOUN = re.compile(
 
 def _a_part(text: str, start: int, end: int) -> bool:
     """Whether the length said at ``text[start:end]`` is of a part of the answer."""
-    return bool(_PART.search(text[:start]) or _PART_NOUN.search(text[end:]))
+    return bool(
+        _PART.search(text[:start])
+        or _PART_NOUN.search(text[end:])
+        # "a TL;DR at the top of every answer"
+        or re.match(
+            r"[^.]{0,20}?\bat the (?:very )?(?:top|start|beginning|end|bottom)\b", text[end:]
+        )
+    )
 
 
 _NEGATED = re.compile(r"\b(not|never|don'?t|no|stop|less|too)\s+(\w+\s+){0,3}$", re.I)
@@ -391,6 +404,24 @@ def phrases_of(text: str) -> tuple[str | None, str | None]:
     return opening, signoff
 
 
+# "a TL;DR at the top", "start with a one-line summary", "bottom line up front"
+_SUMMARY_FIRST = re.compile(
+    r"\b(?:start|starts|starting|begin|begins|open|opens|lead|leads)\w*\b[^.]{0,40}?"
+    r"\b(tl;? ?dr|summary|bottom line)\b"
+    r"|\b(tl;? ?dr|summary|bottom line)\b[^.]{0,30}?(?:\bat the (?:very )?(?:top|start|beginning)\b"
+    r"|\b(?:first|up front|upfront)\b)",
+    re.I,
+)
+
+
+def summary_first_of(text: str) -> str | None:
+    """The label of the summary line a memory asks answers to open with ("TL;DR:"), or None."""
+    m = _SUMMARY_FIRST.search(text)
+    if not m or _NEGATED.search(text[: m.start()]):
+        return None
+    return _LABELS.get((m.group(1) or m.group(2)).lower(), "TL;DR:")
+
+
 def shape_of(texts: list[str], first_answer: bool) -> Shape:
     """The shape the memories ``texts`` ask of an answer; the opening only on the
     ``first_answer`` of a conversation. Of two limits in one unit the tighter holds; of two
@@ -402,6 +433,7 @@ def shape_of(texts: list[str], first_answer: bool) -> Shape:
         avoid |= avoids_of(text)
         name = name or name_of(text)
         starts, ends = phrases_of(text)
+        starts = starts or summary_first_of(text)
         phrase, signoff = phrase or starts, signoff or ends
         found = _limit(text)
         # a number said ("four sentences") holds over a vague "keep it brief"
