@@ -10,12 +10,12 @@ import pytest
 
 from clawd.serving.engine import Engine, GenParams, generate_blocking
 from clawd.signals.kept import broken
+from clawd.signals.lengths import limit_of
 from clawd.signals.shaper import Shaper
 from clawd.signals.shaping import (
     CLOSING,
     Shape,
     avoids_of,
-    limit_of,
     name_of,
     phrases_of,
     shape_of,

@@ -34,8 +34,8 @@ for the model are kept there too, from the memories in the answer's context:
   line" ask for no line breaks too, and a closing question then follows on the same line.
 
 Everything else (a language, a tone, a fact) stays the system message's. The opening, the
-closing words and the sign-off are the only words not sampled; they are recorded as part of the answer, so
-training teaches the weights to write them (which is what consolidation wants).
+closing words and the sign-off are the only words not sampled; they are recorded as part of
+the answer, so training teaches the weights to write them (which is what consolidation wants).
 
 Run alone to see what a set of memories would enforce::
 
@@ -48,97 +48,11 @@ import re
 import sys
 from dataclasses import dataclass
 
+from clawd.signals.lengths import NEGATED, ONE_LINE, QUOTED, a_part, limit_said
 from clawd.signals.names import name_in
 
-# "keep it short": one sentence. On SmolLM2 and the 20 held-out prompts (2026-12-07) one
-# sentence ran 4-26 words (median 15), two 4-53 (median 35, 2 of 20 within 30 words): the
-# word limits users state (25-60) are kept by one
-VAGUE_SENTENCES = 1
 CLOSING = "\n\nWould you like"
 
-_NUMBERS = {
-    "a": 1,
-    "an": 1,
-    "one": 1,
-    "single": 1,
-    "a single": 1,
-    "two": 2,
-    "a couple of": 2,
-    "couple of": 2,
-    "three": 3,
-    "a few": 3,
-    "few": 3,
-    "four": 4,
-    "five": 5,
-    "six": 6,
-    "seven": 7,
-    "eight": 8,
-    "nine": 9,
-    "ten": 10,
-    "twelve": 12,
-    "fifteen": 15,
-    "twenty": 20,
-    "thirty": 30,
-    "forty": 40,
-    "fifty": 50,
-    "sixty": 60,
-    "a hundred": 100,
-    "hundred": 100,
-}
-_UNITS = ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
-_TEENS = ("eleven", "thirteen", "fourteen", "sixteen", "seventeen", "eighteen", "nineteen")
-_TENS = ("twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety")
-_NUMBERS |= {w: 11 + i + (i > 0) + (i > 2) for i, w in enumerate(_TEENS)}
-_NUMBERS |= {w: 20 + 10 * i for i, w in enumerate(_TENS)}
-# "twenty-five", "thirty two": read as digits before anything else
-_COMPOUND = re.compile(rf"\b({'|'.join(_TENS)})[- ]({'|'.join(_UNITS)})\b", re.I)
-_NUM = (
-    r"(\d{1,4}|a single|a couple of|couple of|a few|a hundred|"
-    + "|".join(sorted((k for k in _NUMBERS if " " not in k), key=len, reverse=True))
-    + ")"
-)
-_UNIT = r"(words?|sentences?|lines?|paragraphs?)"
-# "two or three lines", "a sentence or two", "a 50-word answer", "50 words": the larger number
-_LIMIT = re.compile(
-    rf"\b{_NUM}\s*(?:or|to|-)\s*{_NUM}[\s-]+{_UNIT}\b"
-    rf"|\b{_NUM}[\s-]+{_UNIT}\s+(?:or|to)\s+{_NUM}\b"
-    rf"|\b{_NUM}[\s-]+{_UNIT}\b",
-    re.I,
-)
-_AT_LEAST = re.compile(r"\b(at least|minimum|min\.?|more than|over|longer than)\s+$", re.I)
-_NOT_MORE = re.compile(r"(\bno|\bnot|\bnever|n't)\b[^.]{0,20}\bmore than\s+$", re.I)
-_VAGUE = re.compile(
-    r"\b(short|shorter|brief|briefer|concise|succinct|terse|to the point|bite[- ]sized)\b",
-    re.I,
-)
-_ONE_LINE = re.compile(r"\b(tl;? ?dr|one[- ]liners?|(?:one|single)[- ]line(?:r|rs)?)\b", re.I)
-# "end every answer with a one-line tl;dr", "a two-sentence summary at the top": a part of the
-# answer has that length, not the answer
-_PART = re.compile(
-    r"\b(?:end|ends|ending|finish|close|add|append|include|followed|start|begin|open)\w*\b"
-    r"[^.]{0,40}$",
-    re.I,
-)
-_PART_NOUN = re.compile(
-    r"^[\s\"'‘“]*(?:\w+:?[\"'’”]?\s+)?(?:summary|recap|tl;? ?dr|takeaway|conclusion|intro"
-    r"|headline|title|answer first|verdict)\b",
-    re.I,
-)
-
-
-def _a_part(text: str, start: int, end: int) -> bool:
-    """Whether the length said at ``text[start:end]`` is of a part of the answer."""
-    return bool(
-        _PART.search(text[:start])
-        or _PART_NOUN.search(text[end:])
-        # "a TL;DR at the top of every answer"
-        or re.match(
-            r"[^.]{0,20}?\bat the (?:very )?(?:top|start|beginning|end|bottom)\b", text[end:]
-        )
-    )
-
-
-_NEGATED = re.compile(r"\b(not|never|don'?t|no|stop|less|too)\s+(\w+\s+){0,3}$", re.I)
 _TITLED = r"((?:(?:Mr|Mrs|Ms|Miss|Dr|Prof|Professor)\.? )?[A-Z][\w'’-]{0,30})"
 _NAMED = re.compile(
     rf"\b(?i:address|call|refer to|greet) (?i:the user)(?i: as| by)?\s+[\"'“]?{_TITLED}"
@@ -186,7 +100,7 @@ _SAYING = re.compile(
 )
 # "one paragraph", "a single block of text", "all on one line": no line breaks at all
 _ONE_BLOCK = re.compile(
-    _ONE_LINE.pattern + r"|\b(?:one|a single|single|1)[- ](?:paragraph|block|chunk|line)\b", re.I
+    ONE_LINE.pattern + r"|\b(?:one|a single|single|1)[- ](?:paragraph|block|chunk|line)\b", re.I
 )
 _PLAIN = re.compile(r"\bplain[- ](?:text|words)\b|\bunformatted\b", re.I)
 _ASKS_BACK = re.compile(
@@ -252,54 +166,6 @@ class Shape:
         return out
 
 
-def _number(text: str | None) -> int | None:
-    if not text:
-        return None
-    return int(text) if text.isdigit() else _NUMBERS.get(text.lower())
-
-
-def _unit(word: str) -> str:
-    word = word.lower().rstrip("s")
-    return {"word": "words", "paragraph": "paragraphs"}.get(word, "sentences")
-
-
-# a phrase in quotes: "start with 'Short answer:'", "end with "Fair winds."" (an apostrophe
-# inside a word, "that's", opens none)
-_QUOTED = re.compile(r"(?:(?<=[\s(:,])|^)[\"'“‘]([^\"“”‘’\n]{1,40}?)[\"'”’](?!\w)")
-
-
-def limit_of(text: str) -> tuple[int, str] | None:
-    """The length limit a memory states, as (number, unit), or None."""
-    found = _limit(text)
-    return found[:2] if found else None
-
-
-def _limit(text: str) -> tuple[int, str, bool] | None:
-    """``limit_of``, and whether the limit is only vague ("keep it short")."""
-    text = _QUOTED.sub(" ", text)  # "the 'Short answer:' opener" states no length
-    text = _COMPOUND.sub(
-        lambda m: str(_NUMBERS[m.group(1).lower()] + _UNITS.index(m.group(2).lower()) + 1), text
-    )
-    for m in _LIMIT.finditer(text):
-        before = text[: m.start()]
-        if _AT_LEAST.search(before) and not _NOT_MORE.search(before):
-            continue
-        if _a_part(text, *m.span()):
-            continue
-        g = m.groups()
-        numbers = [n for n in map(_number, (g[0], g[1], g[3], g[5], g[6])) if n]
-        unit = g[2] or g[4] or g[7]
-        if numbers and unit:
-            return max(numbers), _unit(unit), False
-    one = _ONE_LINE.search(text)
-    if one and not _NEGATED.search(text[: one.start()]) and not _a_part(text, *one.span()):
-        return 1, "sentences", False  # "tl;dr" is a one-line summary
-    vague = _VAGUE.search(text)
-    if vague and not _NEGATED.search(text[: vague.start()]):
-        return VAGUE_SENTENCES, "sentences", True
-    return None
-
-
 def avoids_of(text: str) -> set[str]:
     """What a memory says answers should go without: of ``AVOIDABLE``'s kinds, and phrases
     (in double quotes: ``'"great question"'``)."""
@@ -309,7 +175,7 @@ def avoids_of(text: str) -> set[str]:
     if _PLAIN.search(text):
         out.add("markdown")
     block = _ONE_BLOCK.search(text)
-    if block and not _NEGATED.search(text[: block.start()]) and not _a_part(text, *block.span()):
+    if block and not NEGATED.search(text[: block.start()]) and not a_part(text, *block.span()):
         out.add("newlines")
     if "markdown" in out and re.search(r"\bformatting\b", text, re.I):
         out.add("lists")  # "no formatting": no lists either
@@ -351,7 +217,7 @@ def summary_of(text: str) -> str | None:
     """The label of the closing summary line a memory asks for ("TL;DR:"), or None; a label
     the memory quotes ("'tldr:'") as quoted."""
     # "No tl;dr at the bottom again. End each reply with a 'TL;DR:' line": the asking one
-    m = next((m for m in _SUMMARY.finditer(text) if not _NEGATED.search(text[: m.start()])), None)
+    m = next((m for m in _SUMMARY.finditer(text) if not NEGATED.search(text[: m.start()])), None)
     if not m:
         return None
     quoted = re.search(r"[\"'‘“]([^\"'’”\n]{2,20}:)[\"'’”]", text)
@@ -388,11 +254,11 @@ def phrases_of(text: str) -> tuple[str | None, str | None]:
     """The words a memory says every answer starts with and ends with (each quoted in it), as
     (opening, sign-off); a summary label ("TL;DR:") and a phrase to avoid are neither."""
     opening = signoff = None
-    for m in _QUOTED.finditer(text):
+    for m in QUOTED.finditer(text):
         phrase, before, after = m.group(1).strip(), text[: m.start()], text[m.end() :]
         if (
             not re.search(r"\w", phrase)
-            or _NEGATED.search(before)
+            or NEGATED.search(before)
             or re.search(_NO + r"[^.]{0,30}$", before, re.I)
         ):
             continue
@@ -417,7 +283,7 @@ _SUMMARY_FIRST = re.compile(
 def summary_first_of(text: str) -> str | None:
     """The label of the summary line a memory asks answers to open with ("TL;DR:"), or None."""
     m = _SUMMARY_FIRST.search(text)
-    if not m or _NEGATED.search(text[: m.start()]):
+    if not m or NEGATED.search(text[: m.start()]):
         return None
     return _LABELS.get((m.group(1) or m.group(2)).lower(), "TL;DR:")
 
@@ -435,7 +301,7 @@ def shape_of(texts: list[str], first_answer: bool) -> Shape:
         starts, ends = phrases_of(text)
         starts = starts or summary_first_of(text)
         phrase, signoff = phrase or starts, signoff or ends
-        found = _limit(text)
+        found = limit_said(text)
         # a number said ("four sentences") holds over a vague "keep it brief"
         if found and (
             unit is None
