@@ -348,6 +348,8 @@ def test_them_is_named_when_it_stands_for_a_format_said_before(reply: str, avoid
         ("please from now on address me as barrister okafor", "name", "Barrister Okafor"),
         ("i said plain text no numbered or bulleted lists in any answer", "format", "lists"),
         ("nae emojis pls, for future like", "format", "emojis"),
+        ("Shorter, please, as a rule: 150 words tops, whatever I ask.", "length", "150"),
+        ('pls never say "it\'s worth noting" again lol, I tune out', "other", "worth noting"),
     ],
 )
 def test_polite_requests_titles_and_markers_of_any_answer(reply: str, kind: str, word: str) -> None:

@@ -62,7 +62,8 @@ LASTING = re.compile(
 # Markers that say outright that a request lasts, whatever else the sentence corrects.
 STRONG = re.compile(
     r"\b(from now on|always|in (the )?future|going forward|every time|each time|by default"
-    r"|for (?:the )?future|for next time|in perpetuity"
+    r"|for (?:the )?future|for next time|in perpetuity|as a (?:general )?rule"
+    r"|whatever i (?:ask|say)|no matter what i (?:ask|say)|never\b[^.?!]{1,60}\bagain"
     r"|remember|from here on|in general|for all|in every|all (of )?your|permanently|for good"
     r"|forever|henceforth|ever again|standing (?:rule|order|instruction)|unless i (?:say|ask)"
     r"|every (?:single )?(?:answer|reply|response|message|msg)|each (?:answer|reply|response)"
