@@ -317,3 +317,8 @@ def test_the_engine_opens_and_signs_off_with_the_quoted_words(smollm2: Engine) -
         assert r.content.count("Fair winds.") == 1
         assert not broken(shape, r.content), r.content
         assert served_text(smollm2, r.response_token_ids).strip() == r.content.strip()
+        # a client's max_tokens leaves room for it, with a closing question before it too
+        both = Shape(closing=True, signoff="Fair winds.")
+        tight = answer(smollm2, "Explain photosynthesis.", both, seed, max_tokens=60)
+        assert tight.content.rstrip().endswith("?\n\nFair winds."), tight.content
+        assert len(tight.response_token_ids) <= 60

@@ -21,6 +21,7 @@ from clawd.signals.shaping import Shape, shape_of
 CLOSING_TOKENS = 48  # the most a closing question may take
 CLOSING_RESERVE = 32  # tokens kept for it when the answer has a token budget
 CLOSING_WORDS = 8  # room a word limit keeps for the closing question
+SIGNOFF_RESERVE = 16  # tokens kept for the sign-off when the answer has a token budget
 
 _END = re.compile(r"(?<![0-9])(?<!\b[A-Za-z])(?<!\be\.g)(?<!\bi\.e)(?<!\betc)[.!?]+[\"')\]]*$")
 _ABBREV = re.compile(r"\b(Mr|Mrs|Ms|Dr|Prof|St|vs|No|approx|Fig)\.$")
@@ -59,17 +60,21 @@ class Shaper:
             self.closing_pieces += 1
             done = self._sentence_ended(before) or "\n" in piece
             # out of room: end it here (``question_open``: its "?" is forced)
+            left = SIGNOFF_RESERVE // 2 if self.shape.signoff else 2  # the sign-off's room
             full = self.closing_pieces >= CLOSING_TOKENS or (
-                tokens_left is not None and tokens_left <= 2
+                tokens_left is not None and tokens_left <= left
             )
             return "end" if done or full else "go on"
         if self._in_code():
             return "go on"
         shape = self.shape
         ended = self._sentence_ended(before)
-        if shape.closes and tokens_left is not None and tokens_left <= CLOSING_RESERVE:
-            # room for the question is running out: ask it at this sentence's end, or now
-            if ended or tokens_left <= CLOSING_RESERVE // 2:
+        reserve = (CLOSING_RESERVE if shape.closes else 0) + (
+            SIGNOFF_RESERVE if shape.signoff else 0
+        )
+        if reserve and tokens_left is not None and tokens_left <= reserve:
+            # room for the question (or the sign-off) is running out: end this sentence, or now
+            if ended or tokens_left <= reserve // 2:
                 return "end"
         if not shape.limit:
             return "go on"
