@@ -120,7 +120,7 @@ _POLITE = re.compile(
 )
 
 
-# "I understood everything", "ye remembered ma name", "good to know": a reaction to the answer
+# fillers a reaction may open with ("ok so", "lol")
 _LEAD_IN = r"^\W*(?:(?:but|and|so|lol|ok|okay|oh|haha|wow|alright|right)\W+)*"
 # "I understood everything", "ye remembered ma name": what happened, told in the past
 _PAST_SAID = re.compile(
