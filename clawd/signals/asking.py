@@ -51,12 +51,13 @@ _MY_HABIT = re.compile(
 )
 
 
+_ASKED_HABIT = re.compile(r"\b(?:can|could|would|will|please) (?:you|u) (?:always|never)\b", re.I)
+
+
 def habit(clause: str) -> bool:
     """Whether ``clause`` tells a habit or a story ("you always do this", "I never read
     past line one"); "can you always keep it short" asks for one."""
-    asked = re.search(
-        r"\b(?:can|could|would|will|please) (?:you|u) (?:always|never)\b", clause, re.I
-    )
+    asked = _ASKED_HABIT.search(clause)
     return bool((HABIT.search(clause) and not asked) or _MY_HABIT.search(clause))
 
 

@@ -16,6 +16,8 @@ from __future__ import annotations
 import re
 import sys
 
+from clawd.signals.lengths import QUOTED
+
 LANGUAGES = (
     "english french spanish german italian portuguese dutch polish russian ukrainian czech "
     "swedish norwegian danish finnish greek turkish arabic hebrew hindi bengali urdu chinese "
@@ -258,7 +260,7 @@ def kind_of(clause: str) -> str:
         r"\b(?:start|begin|open|end|finish|close|sign)\w*\b[^.]{0,30}[\"'“‘]\w", clause, re.I
     ):
         return "format"  # words every answer starts or ends with
-    clause = re.sub(r"(?:(?<=\s)|^)[\"'“‘][^\"“”‘’]{1,40}?[\"'”’](?!\w)", " ", clause)
+    clause = QUOTED.sub(" ", clause)
     for kind, pattern in _KIND_WORDS:
         if pattern.search(clause):
             return kind
